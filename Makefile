@@ -1,0 +1,41 @@
+# cordon — see README.md. `make help` lists the targets.
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+TESTFLAGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: deps
+deps: ## install bubblewrap and libseccomp-dev when missing (apt-get)
+	@./scripts/deps.sh
+
+.PHONY: build
+build: deps ## build bin/cordon
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cordon ./cmd/cordon
+
+.PHONY: demo
+demo: build ## build, then show an allowed and a denied nested exec on the default policy
+	@./scripts/demo.sh
+
+.PHONY: test
+test: build ## install deps, build, run every test (race detector on)
+	@./scripts/deps.sh --test
+	$(GO) test -race -count=1 -timeout 12m $(TESTFLAGS) ./...
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: verify
+verify: ## check that go.mod/go.sum are tidy
+	$(GO) mod tidy -diff
+
+.PHONY: clean
+clean: ## remove build output
+	rm -rf bin

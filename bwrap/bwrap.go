@@ -1,0 +1,117 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Net selects the sandbox's network view.
+type Net string
+
+const (
+	// NetHost shares the host's network namespace.
+	NetHost Net = "host"
+	// NetNone gives the sandbox an empty network namespace (loopback only).
+	NetNone Net = "none"
+)
+
+// ParseNet parses the --net flag's value.
+func ParseNet(s string) (Net, error) {
+	switch Net(s) {
+	case NetHost, NetNone:
+		return Net(s), nil
+	}
+	return "", fmt.Errorf("unknown network mode %q (want host or none)", s)
+}
+
+// ErrNotFound is returned by Find when no bwrap binary is on PATH.
+var ErrNotFound = errors.New("bubblewrap (bwrap) not found on PATH; install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch)")
+
+// Find returns the path of the bwrap binary.
+func Find() (string, error) {
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", ErrNotFound
+	}
+	return p, nil
+}
+
+// Spec describes one sandbox.
+type Spec struct {
+	// Dir is the working directory; it is bound writable unless it is "/".
+	Dir string
+	// RW and RO are extra paths bound read-write and read-only at the same
+	// place inside the sandbox.
+	RW, RO []string
+	// Net is the network mode; empty means NetHost.
+	Net Net
+	// Exe is the absolute path of a file that must be visible inside the
+	// sandbox at the same path (cordon's own binary, which plays the init).
+	// It is bound last, so it shows through a private /tmp.
+	Exe string
+	// Command is what bwrap runs inside the sandbox.
+	Command []string
+}
+
+// Args returns bwrap's arguments (without the program name) for s.
+//
+// The layout: read-only root, fresh /proc, minimal /dev, private /tmp, the
+// working directory writable, extra binds in the order given, a new pid
+// namespace whose init dies with bwrap. No --new-session: on a terminal the
+// launcher manages the foreground process group instead, and the seccomp
+// filter refuses TIOCSTI/TIOCLINUX.
+func (s *Spec) Args() ([]string, error) {
+	if len(s.Command) == 0 {
+		return nil, errors.New("bwrap spec: empty command")
+	}
+	a := []string{
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+	}
+	if s.Dir != "" && filepath.Clean(s.Dir) != "/" {
+		a = append(a, "--bind", s.Dir, s.Dir)
+	}
+	for _, p := range s.RW {
+		a = append(a, "--bind", p, p)
+	}
+	for _, p := range s.RO {
+		a = append(a, "--ro-bind", p, p)
+	}
+	if s.Exe != "" {
+		a = append(a, "--ro-bind", s.Exe, s.Exe)
+	}
+	a = append(a, "--unshare-pid", "--die-with-parent")
+	switch s.Net {
+	case NetNone:
+		a = append(a, "--unshare-net")
+	case NetHost, "":
+	default:
+		return nil, fmt.Errorf("bwrap spec: unknown network mode %q", s.Net)
+	}
+	if s.Dir != "" {
+		a = append(a, "--chdir", s.Dir)
+	}
+	a = append(a, "--")
+	return append(a, s.Command...), nil
+}
+
+// Describe renders argv for debug output, quoting words that need it.
+func Describe(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`") {
+			b.WriteString(fmt.Sprintf("%q", w))
+		} else {
+			b.WriteString(w)
+		}
+	}
+	return b.String()
+}

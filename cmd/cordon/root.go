@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cordon-sandbox/cordon/runner"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of cordon itself; the command's own code passes through.
+const (
+	exitSetup       = 125
+	exitNotRunnable = 126
+)
+
+// exitError carries the command's exit code out of RunE without a message.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// run executes the CLI and maps the outcome to an exit code. It is the one
+// place that turns errors into exit codes.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	return exitCode(err)
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var xe *runner.ExecError
+	if errors.As(err, &xe) {
+		if !xe.Denied {
+			fmt.Fprintf(os.Stderr, "cordon: %v\n", xe)
+		}
+		return xe.ExitCode()
+	}
+	fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+	if !errors.Is(err, runner.ErrSetup) {
+		fmt.Fprintln(os.Stderr, "Run 'cordon --help' for usage, 'cordon doctor' to check this host.")
+	}
+	return exitSetup
+}
+
+func newRootCmd() *cobra.Command {
+	opts := &runOptions{}
+	root := &cobra.Command{
+		Use:   "cordon [flags] -- CMD [ARG...]",
+		Short: "Run a command in a sandbox that checks every exec against a policy",
+		Long: `cordon runs a command inside a bubblewrap sandbox and decides every program
+started inside it, at any depth, against an argv policy. The decision is made
+on the host by a supervisor that receives seccomp user notifications. A denied
+exec fails with "Operation not permitted" and cordon prints one line:
+
+  cordon: denied: git push origin main (rule: deny "git push")
+
+"cordon -- CMD" is shorthand for "cordon run -- CMD".
+
+Exit codes: the command's own; 128+N if it was killed by signal N; 126 if the
+command was denied or is not executable; 127 if it was not found; 124 on
+--timeout; 125 if cordon itself failed.`,
+		Example: `  # An agent shell where pushing is not allowed
+  cordon --deny "git push" -- bash
+
+  # Allowlist mode: only these programs may run
+  cordon --default deny --allow bash --allow ls --allow cat -- bash -c 'ls | cat'
+
+  # Check what this host supports
+  cordon doctor`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return opts.run(cmd, args)
+		},
+	}
+	root.Flags().SetInterspersed(false)
+	addRunFlags(root.Flags(), opts)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	root.AddCommand(newRunCmd(), newVersionCmd())
+	return root
+}

@@ -1,0 +1,525 @@
+package doctor
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// This file turns facts into checks. Nothing here touches the host, so every
+// verdict and fix can be tested from strings.
+
+// kernelVersion is the numeric prefix of a kernel release.
+type kernelVersion struct {
+	Major, Minor, Patch int
+}
+
+func (v kernelVersion) atLeast(major, minor int) bool {
+	return v.Major > major || (v.Major == major && v.Minor >= minor)
+}
+
+// parseKernelRelease reads the leading "MAJOR.MINOR[.PATCH]" of a uname
+// release such as "6.8.0-45-generic" or "5.15.153.1-microsoft-standard-WSL2".
+func parseKernelRelease(release string) (kernelVersion, error) {
+	var nums []int
+	rest := strings.TrimSpace(release)
+	for len(nums) < 3 {
+		end := 0
+		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+			end++
+		}
+		if end == 0 {
+			break
+		}
+		n, err := strconv.Atoi(rest[:end])
+		if err != nil {
+			return kernelVersion{}, fmt.Errorf("parsing kernel release %q: %w", release, err)
+		}
+		nums = append(nums, n)
+		rest = rest[end:]
+		if !strings.HasPrefix(rest, ".") {
+			break
+		}
+		rest = rest[1:]
+	}
+	if len(nums) < 2 {
+		return kernelVersion{}, fmt.Errorf("parsing kernel release %q: no MAJOR.MINOR prefix", release)
+	}
+	v := kernelVersion{Major: nums[0], Minor: nums[1]}
+	if len(nums) == 3 {
+		v.Patch = nums[2]
+	}
+	return v, nil
+}
+
+// kernelFeatures are the seccomp features cordon uses, with the upstream
+// release that introduced each.
+var kernelFeatures = []struct {
+	major, minor int
+	name         string
+}{
+	{5, 0, "seccomp user notification"},
+	{5, 5, "FLAG_CONTINUE"},
+	{5, 7, "TSYNC with a listener"},
+	{5, 8, "listener POLLHUP"},
+	{5, 19, "WAIT_KILLABLE_RECV"},
+	{6, 6, "FD_SYNC_WAKE_UP"},
+}
+
+// kernelCheck compares a release with the feature minimums. It never fails:
+// distributions backport, so the behavioural probes have the last word.
+func kernelCheck(release string) Check {
+	c := Check{Name: CheckKernel}
+	v, err := parseKernelRelease(release)
+	if err != nil {
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("cannot read the version of kernel %q; the probes below decide", release)
+		return c
+	}
+	var missing []string
+	for _, f := range kernelFeatures {
+		if !v.atLeast(f.major, f.minor) {
+			missing = append(missing, fmt.Sprintf("%s (%d.%d)", f.name, f.major, f.minor))
+		}
+	}
+	if len(missing) == 0 {
+		c.Status = StatusOK
+		c.Detail = fmt.Sprintf("%s: 6.6 or newer, has every seccomp feature cordon uses", release)
+		return c
+	}
+	c.Status = StatusWarn
+	c.Detail = fmt.Sprintf("%s predates %s; the probes below show what this kernel really does (distributions backport)",
+		release, strings.Join(missing, ", "))
+	c.Fix = "install a 6.6 or newer kernel from your distribution (Ubuntu: the HWE kernel; Debian: backports) and reboot"
+	return c
+}
+
+// wslKind tells WSL1 (a syscall translation layer, no Linux kernel) from WSL2
+// (a real Linux kernel in a VM).
+type wslKind int
+
+const (
+	wslNone wslKind = iota
+	wslV1
+	wslV2
+)
+
+func (k wslKind) String() string {
+	switch k {
+	case wslV1:
+		return "WSL1"
+	case wslV2:
+		return "WSL2"
+	default:
+		return "not WSL"
+	}
+}
+
+// detectWSL reads /proc/sys/kernel/osrelease and /proc/version. WSL2 kernels
+// are "...-microsoft-standard-WSL2" (older: "...-microsoft-standard");
+// WSL1 reports a fake "4.4.0-NNNNN-Microsoft" release.
+func detectWSL(osrelease, procVersion string) wslKind {
+	all := strings.ToLower(osrelease + " " + procVersion)
+	if !strings.Contains(all, "microsoft") && !strings.Contains(all, "wsl") {
+		return wslNone
+	}
+	if strings.Contains(all, "wsl2") || strings.Contains(all, "microsoft-standard") {
+		return wslV2
+	}
+	// WSL1 spells it "Microsoft" with a capital M in the release; custom WSL2
+	// kernels that dropped the suffix still say "microsoft" in lower case.
+	if strings.Contains(osrelease, "Microsoft") {
+		return wslV1
+	}
+	return wslV2
+}
+
+func wslCheck(kind wslKind, osrelease string) Check {
+	c := Check{Name: CheckWSL}
+	switch kind {
+	case wslV1:
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("WSL1 (kernel %q) translates Linux syscalls without a Linux kernel: it has no seccomp user notification and cannot run bwrap", strings.TrimSpace(osrelease))
+		c.Fix = "convert the distribution to WSL2 from Windows PowerShell: wsl --set-version <distro> 2"
+	case wslV2:
+		c.Status = StatusWarn
+		c.Detail = "WSL2: works, but with networkingMode=mirrored WSL's own init holds the seccomp notify listener and cordon's fails with EBUSY (see notify-listener)"
+		c.Fix = "if notify-listener fails: set networkingMode=nat under [wsl2] in %UserProfile%\\.wslconfig, then run wsl --shutdown"
+	default:
+		c.Status = StatusOK
+		c.Detail = "not WSL"
+	}
+	return c
+}
+
+// usernsSysctls are the knobs that gate unprivileged user namespaces. An
+// empty value means the sysctl does not exist on this kernel.
+type usernsSysctls struct {
+	UnprivilegedClone string // kernel.unprivileged_userns_clone (Debian/Ubuntu patch)
+	MaxUserNamespaces string // user.max_user_namespaces
+	AppArmorRestrict  string // kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10+)
+}
+
+// usernsBlocker is one sysctl setting that stops unprivileged user namespaces.
+type usernsBlocker struct {
+	Problem string
+	Fix     string
+}
+
+// usernsBlockers lists what in s stops an unprivileged user from creating a
+// user namespace bwrap can use, with the fix for each.
+func usernsBlockers(s usernsSysctls, bwrapPath string) []usernsBlocker {
+	if bwrapPath == "" {
+		bwrapPath = "/usr/bin/bwrap"
+	}
+	var bs []usernsBlocker
+	if strings.TrimSpace(s.UnprivilegedClone) == "0" {
+		bs = append(bs, usernsBlocker{
+			Problem: "kernel.unprivileged_userns_clone=0 forbids unprivileged user namespaces",
+			Fix: "sudo sysctl -w kernel.unprivileged_userns_clone=1\n" +
+				"(persist: echo kernel.unprivileged_userns_clone=1 | sudo tee /etc/sysctl.d/90-userns.conf)",
+		})
+	}
+	if strings.TrimSpace(s.MaxUserNamespaces) == "0" {
+		bs = append(bs, usernsBlocker{
+			Problem: "user.max_user_namespaces=0 allows no user namespaces",
+			Fix: "sudo sysctl -w user.max_user_namespaces=15000\n" +
+				"(persist: echo user.max_user_namespaces=15000 | sudo tee /etc/sysctl.d/90-userns.conf)",
+		})
+	}
+	if strings.TrimSpace(s.AppArmorRestrict) == "1" {
+		bs = append(bs, usernsBlocker{
+			Problem: "kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 23.10+): AppArmor drops the capabilities of user namespaces made by unconfined programs, so bwrap cannot mount",
+			Fix: "allow bwrap alone with an AppArmor profile:\n" +
+				"  printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile bwrap " + bwrapPath + " flags=(unconfined) {\\n  userns,\\n}\\n' | sudo tee /etc/apparmor.d/bwrap\n" +
+				"  sudo apparmor_parser -r /etc/apparmor.d/bwrap\n" +
+				"or lift the restriction for every program: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+		})
+	}
+	return bs
+}
+
+// usernsFacts is what Run found out about user namespaces.
+type usernsFacts struct {
+	Root        bool
+	ProbeErr    error // nil when a user namespace was created and mounted in
+	Sysctls     usernsSysctls
+	BwrapPath   string
+	BwrapSetuid bool
+}
+
+func usernsCheck(f usernsFacts) Check {
+	c := Check{Name: CheckUserNS}
+	blockers := usernsBlockers(f.Sysctls, f.BwrapPath)
+	var problems, fixes []string
+	for _, b := range blockers {
+		problems = append(problems, b.Problem)
+		fixes = append(fixes, b.Fix)
+	}
+	fix := strings.Join(fixes, "\n")
+
+	if f.Root {
+		switch {
+		case f.ProbeErr == nil && len(blockers) == 0:
+			c.Status = StatusOK
+			c.Detail = "running as root: bwrap does not need unprivileged user namespaces (they work here for normal users too)"
+		case f.ProbeErr == nil:
+			c.Status = StatusWarn
+			c.Detail = "running as root: bwrap does not need user namespaces; normal users are blocked: " + strings.Join(problems, "; ")
+			c.Fix = fix
+		default:
+			c.Status = StatusWarn
+			c.Detail = fmt.Sprintf("running as root: bwrap does not need user namespaces, but creating one failed (%v), so normal users cannot run cordon here", f.ProbeErr)
+			if len(problems) > 0 {
+				c.Detail += ": " + strings.Join(problems, "; ")
+			}
+			c.Fix = fix
+			if c.Fix == "" {
+				c.Fix = "check the kernel's user namespace support (CONFIG_USER_NS) and any LSM or container policy that blocks clone(CLONE_NEWUSER)"
+			}
+		}
+		return c
+	}
+
+	if f.ProbeErr == nil {
+		c.Status = StatusOK
+		c.Detail = "unprivileged user namespaces work (created one and mounted inside it)"
+		return c
+	}
+	c.Detail = fmt.Sprintf("cannot create a usable user namespace: %v", f.ProbeErr)
+	if len(problems) > 0 {
+		c.Detail += "; " + strings.Join(problems, "; ")
+	}
+	c.Fix = fix
+	if c.Fix == "" {
+		c.Fix = "check the kernel's user namespace support (CONFIG_USER_NS) and any LSM or container policy that blocks clone(CLONE_NEWUSER)"
+	}
+	if f.BwrapSetuid {
+		c.Status = StatusWarn
+		c.Detail += fmt.Sprintf(" (%s is setuid root, so bwrap does not need them)", f.BwrapPath)
+		return c
+	}
+	c.Status = StatusFail
+	return c
+}
+
+// ptraceFacts is what Run found out about ptrace.
+type ptraceFacts struct {
+	Root bool
+	// YamaScope is /proc/sys/kernel/yama/ptrace_scope; "" when Yama is absent.
+	YamaScope string
+	// SeizeErr is the result of PTRACE_SEIZE on a child of ours.
+	SeizeErr error
+}
+
+const strictModeNote = "cordon will use strict mode: without ptrace it cannot re-check an exec after letting it continue, so it only continues callers that cannot race it"
+
+func ptraceCheck(f ptraceFacts) Check {
+	c := Check{Name: CheckPtrace}
+	scope := strings.TrimSpace(f.YamaScope)
+	var yama string
+	switch scope {
+	case "":
+		yama = "no Yama LSM"
+	case "0":
+		yama = "Yama ptrace_scope=0 (classic)"
+	case "1":
+		yama = "Yama ptrace_scope=1 (descendants only: the sandbox descends from cordon)"
+	case "2":
+		yama = "Yama ptrace_scope=2 (CAP_SYS_PTRACE only)"
+	case "3":
+		yama = "Yama ptrace_scope=3 (no attach at all, until reboot)"
+	default:
+		yama = fmt.Sprintf("Yama ptrace_scope=%q (unknown value)", scope)
+	}
+
+	switch {
+	case scope == "3":
+		c.Status = StatusWarn
+		c.Detail = yama + ": " + strictModeNote
+		c.Fix = "ptrace_scope 3 cannot be lowered at run time: set kernel.yama.ptrace_scope=1 in /etc/sysctl.d/10-ptrace.conf and reboot"
+	case scope == "2" && !f.Root:
+		c.Status = StatusWarn
+		c.Detail = yama + ": " + strictModeNote
+		c.Fix = "sudo sysctl -w kernel.yama.ptrace_scope=1 (or run cordon as root)"
+	case f.SeizeErr != nil:
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("%s, but PTRACE_SEIZE of a child failed (%v): %s", yama, f.SeizeErr, strictModeNote)
+		c.Fix = "something other than Yama blocks ptrace (a container's seccomp profile, a missing CAP_SYS_PTRACE, an LSM): allow ptrace(2) for cordon, e.g. docker run --cap-add SYS_PTRACE"
+	default:
+		c.Status = StatusOK
+		c.Detail = yama + "; attached to a child with PTRACE_SEIZE: exec verification can use ptrace"
+	}
+	return c
+}
+
+// cgroupFacts is what Run found out about cgroups.
+type cgroupFacts struct {
+	V2       bool
+	Path     string // our cgroup, from /proc/self/cgroup ("0::/path")
+	Writable bool   // we can create child cgroups and move processes
+	Err      error
+}
+
+// cgroupCheck is informational: cgroup v2 delegation lets a later tree kill
+// use cgroup.kill; without it cordon walks /proc.
+func cgroupCheck(f cgroupFacts) Check {
+	c := Check{Name: CheckCgroup2}
+	switch {
+	case f.Err != nil:
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("cannot inspect cgroups (%v); process tree kill will walk /proc", f.Err)
+	case !f.V2:
+		c.Status = StatusWarn
+		c.Detail = "/sys/fs/cgroup is not a cgroup2 mount (v1 or hybrid): process tree kill will walk /proc"
+		c.Fix = "boot with the unified hierarchy (kernel parameter systemd.unified_cgroup_hierarchy=1)"
+	case !f.Writable:
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("cgroup2, but our cgroup %s is not writable (not delegated): process tree kill will walk /proc", f.Path)
+		c.Fix = "run cordon in a delegated scope: systemd-run --user --scope -p Delegate=yes cordon ..."
+	default:
+		c.Status = StatusOK
+		c.Detail = fmt.Sprintf("cgroup2; our cgroup %s is writable (delegated)", f.Path)
+	}
+	return c
+}
+
+// ebusyDetail is how doctor explains EBUSY from SECCOMP_FILTER_FLAG_NEW_LISTENER.
+const ebusyDetail = "a seccomp notify listener already exists above us (nested cordon, another notify-based tool, WSL2 mirrored networking)"
+
+// seccompChecks turns probe results into rows. compiled holds the struct sizes
+// this binary was built with; filters is the Seccomp_filters count of
+// /proc/self/status ("" if unknown).
+func seccompChecks(sf SeccompFeatures, compiled NotifSizes, filters string) []Check {
+	var checks []Check
+
+	listener := Check{Name: CheckNotifyListener}
+	switch {
+	case sf.ListenerBusy:
+		listener.Status = StatusFail
+		listener.Detail = "EBUSY: " + ebusyDetail
+		listener.Fix = "run cordon outside the other tool or sandbox (cordon does not nest); under WSL2 set networkingMode=nat in %UserProfile%\\.wslconfig and run wsl --shutdown"
+	case sf.UserNotif.Supported:
+		listener.Status = StatusOK
+		listener.Detail = "no listener above us: cordon can install its own"
+	default:
+		listener.Status = StatusWarn
+		listener.Detail = "unknown: no listener could be created (see seccomp-notify)"
+	}
+	if f := strings.TrimSpace(filters); f != "" && f != "0" {
+		listener.Detail += fmt.Sprintf("; this process already runs under %s seccomp filter(s)", f)
+	}
+	checks = append(checks, listener)
+
+	notify := Check{Name: CheckSeccompNotify}
+	ks := sf.KernelSizes
+	switch {
+	case sf.ListenerBusy:
+		notify.Status = StatusFail
+		notify.Detail = "cannot create a listener: EBUSY"
+		notify.Fix = "see notify-listener"
+	case !sf.UserNotif.Supported:
+		notify.Status = StatusFail
+		notify.Detail = sf.UserNotif.Detail
+		notify.Fix = "needs Linux 5.0+ built with CONFIG_SECCOMP_FILTER; inside a container, the runtime's seccomp profile must allow seccomp(2) and ioctl on the listener"
+	case ks.Notif > compiled.Notif || ks.NotifResp > compiled.NotifResp || ks.Data > compiled.Data:
+		notify.Status = StatusFail
+		notify.Detail = fmt.Sprintf("the kernel's seccomp structs (notif %d, resp %d, data %d bytes) are larger than cordon's (%d, %d, %d)",
+			ks.Notif, ks.NotifResp, ks.Data, compiled.Notif, compiled.NotifResp, compiled.Data)
+		notify.Fix = "upgrade cordon: it was built for older seccomp structures"
+	default:
+		notify.Status = StatusOK
+		notify.Detail = sf.UserNotif.Detail
+		if ks != (NotifSizes{}) {
+			notify.Detail += fmt.Sprintf("; struct sizes notif=%d resp=%d data=%d", ks.Notif, ks.NotifResp, ks.Data)
+		}
+	}
+	checks = append(checks, notify)
+
+	checks = append(checks,
+		featureCheck(CheckNotifyContinue, sf.Continue, StatusFail,
+			"needs Linux 5.5 or newer (SECCOMP_USER_NOTIF_FLAG_CONTINUE): cordon lets allowed execs continue"),
+		featureCheck(CheckTSyncListener, sf.TSyncListener, StatusFail,
+			"needs Linux 5.7 or newer (TSYNC_ESRCH): cordon's in-sandbox init installs its filter on every thread"),
+		featureCheck(CheckWaitKillableRecv, sf.WaitKillableRecv, StatusWarn,
+			"Linux 5.19 or newer; without it a signal (Go's preemption signal among them) aborts a notification under decision and the exec is retried with a new id: cordon copes, at some cost"),
+		featureCheck(CheckFDSyncWakeUp, sf.FDSyncWakeUp, StatusWarn,
+			"Linux 6.6 or newer; without it each exec check costs an extra scheduler round trip"),
+	)
+	if sf.ListenerBusy {
+		for i := range checks[2:] {
+			c := &checks[2+i]
+			if c.Status != StatusOK {
+				c.Detail = "not probed: " + ebusyDetail
+				c.Fix = "see notify-listener"
+			}
+		}
+	}
+	return checks
+}
+
+// featureCheck is the row of one probed feature; missing is the status when
+// the feature is absent or misbehaves.
+func featureCheck(name string, f Feature, missing Status, fix string) Check {
+	if f.Supported {
+		return Check{Name: name, Status: StatusOK, Detail: f.Detail}
+	}
+	detail := f.Detail
+	if detail == "" {
+		detail = "not probed"
+	}
+	return Check{Name: name, Status: missing, Detail: detail, Fix: fix}
+}
+
+// statusField returns the value of "Key:\tvalue" in a /proc/PID/status file.
+func statusField(status, key string) (string, bool) {
+	for _, line := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// sigMaskHas reports whether a hex signal mask from /proc/PID/status
+// ("SigPnd:\t0000000000400000") contains signal sig (bit sig-1).
+func sigMaskHas(hexMask string, sig int) (bool, error) {
+	if sig < 1 || sig > 64 {
+		return false, fmt.Errorf("signal %d out of range", sig)
+	}
+	m, err := strconv.ParseUint(strings.TrimSpace(hexMask), 16, 64)
+	if err != nil {
+		return false, fmt.Errorf("parsing signal mask %q: %w", hexMask, err)
+	}
+	return m&(1<<(sig-1)) != 0, nil
+}
+
+// errProbeTimeout marks a probe that did not finish within its bound.
+var errProbeTimeout = errors.New("probe timed out")
+
+// bwrapFacts is what Run found out about bubblewrap.
+type bwrapFacts struct {
+	Path     string
+	LookErr  error // bwrap not found
+	Version  string
+	Setuid   bool
+	SmokeErr error // the smoke run's failure, with bwrap's stderr
+}
+
+const bwrapInstallFix = "sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch)"
+
+func bwrapCheck(f bwrapFacts) Check {
+	c := Check{Name: CheckBwrap}
+	switch {
+	case f.LookErr != nil:
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("bubblewrap not found: %v", f.LookErr)
+		c.Fix = bwrapInstallFix
+	case f.SmokeErr != nil:
+		c.Status = StatusFail
+		c.Detail = fmt.Sprintf("%s (%s) cannot start a sandbox: %v", f.Path, versionOrUnknown(f.Version), f.SmokeErr)
+		c.Fix = "see the userns row if it is not ok; otherwise reinstall bubblewrap: " + bwrapInstallFix
+	default:
+		c.Status = StatusOK
+		c.Detail = fmt.Sprintf("%s (%s) ran true in a sandbox (read-only root, new /dev and /proc, own pid namespace)", f.Path, versionOrUnknown(f.Version))
+		if f.Setuid {
+			c.Detail += "; setuid root"
+		}
+	}
+	return c
+}
+
+func versionOrUnknown(v string) string {
+	if v == "" {
+		return "version unknown"
+	}
+	return v
+}
+
+// parseBwrapVersion reads "bubblewrap 0.8.0" as printed by bwrap --version.
+func parseBwrapVersion(out string) string {
+	fields := strings.Fields(out)
+	if len(fields) >= 2 && fields[0] == "bubblewrap" {
+		return fields[1]
+	}
+	return strings.TrimSpace(out)
+}
+
+// cgroupV2Path returns our cgroup from /proc/self/cgroup: the path of the
+// "0::" line, which is the only line on a pure cgroup v2 host.
+func cgroupV2Path(procSelfCgroup string) (string, bool) {
+	for _, line := range strings.Split(procSelfCgroup, "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return strings.TrimSpace(p), true
+		}
+	}
+	return "", false
+}
+
+// isIdentityUIDMap reports whether a /proc/PID/uid_map is the initial user
+// namespace's: every id mapped to itself.
+func isIdentityUIDMap(uidMap string) bool {
+	return strings.Join(strings.Fields(uidMap), " ") == "0 0 4294967295"
+}

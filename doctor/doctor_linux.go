@@ -1,0 +1,181 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run checks this host and returns the report. It never fails as a whole:
+// what could not be checked is a row that says why. The probes run
+// concurrently, each bounded by opts.Timeout, so Run returns within about
+// one timeout even on a host where every probe hangs.
+func Run(ctx context.Context, opts Options) Report {
+	timeout := opts.timeout()
+	root := os.Geteuid() == 0
+
+	var (
+		wg        sync.WaitGroup
+		sf        SeccompFeatures
+		usernsErr error
+		ptraceErr error
+		bw        bwrapFacts
+	)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		// Per-feature failures are in sf; the joined error adds nothing.
+		sf, _ = probeSeccomp(ctx, timeout)
+	}()
+	go func() {
+		defer wg.Done()
+		usernsErr = probeUserNS(ctx, timeout)
+	}()
+	go func() {
+		defer wg.Done()
+		ptraceErr = probePtrace(ctx, timeout)
+	}()
+	go func() {
+		defer wg.Done()
+		bw = probeBwrap(ctx, opts.Bwrap, timeout)
+	}()
+
+	osrelease := readTrimmed("/proc/sys/kernel/osrelease")
+	release := osrelease
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err == nil {
+		release = unix.ByteSliceToString(uts.Release[:])
+	}
+	wsl := detectWSL(release, readTrimmed("/proc/version"))
+	sysctls := usernsSysctls{
+		UnprivilegedClone: readTrimmed("/proc/sys/kernel/unprivileged_userns_clone"),
+		MaxUserNamespaces: readTrimmed("/proc/sys/user/max_user_namespaces"),
+		AppArmorRestrict:  readTrimmed("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+	}
+	filters := ""
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		filters, _ = statusField(string(status), "Seccomp_filters")
+	}
+	yama := readTrimmed("/proc/sys/kernel/yama/ptrace_scope")
+	cg := probeCgroup()
+	wg.Wait()
+
+	checks := []Check{wslCheck(wsl, release), kernelCheck(release)}
+	checks = append(checks, seccompChecks(sf, compiledLayout().Sizes, filters)...)
+	checks = append(checks,
+		usernsCheck(usernsFacts{Root: root, ProbeErr: usernsErr, Sysctls: sysctls, BwrapPath: bw.Path, BwrapSetuid: bw.Setuid}),
+		bwrapCheck(bw),
+		ptraceCheck(ptraceFacts{Root: root, YamaScope: yama, SeizeErr: ptraceErr}),
+		cgroupCheck(cg),
+	)
+	return newReport(checks, sf)
+}
+
+// readTrimmed returns a /proc or /sys file's content, or "" if it is absent.
+func readTrimmed(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// probeBwrap finds bubblewrap, asks its version and runs the smallest
+// sandbox with the options cordon's launcher relies on.
+func probeBwrap(ctx context.Context, bwrap string, timeout time.Duration) bwrapFacts {
+	var f bwrapFacts
+	if bwrap == "" {
+		bwrap = "bwrap"
+	}
+	path, err := exec.LookPath(bwrap)
+	if err != nil {
+		f.LookErr = err
+		return f
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	f.Path = path
+	if st, err := os.Stat(path); err == nil {
+		f.Setuid = st.Mode()&os.ModeSetuid != 0 && ownerIsRoot(st)
+	}
+
+	if out, err := runBounded(ctx, timeout, path, "--version"); err == nil {
+		f.Version = parseBwrapVersion(out)
+	}
+
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		f.SmokeErr = fmt.Errorf("finding true for the smoke run: %w", err)
+		return f
+	}
+	_, f.SmokeErr = runBounded(ctx, timeout, path,
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--unshare-pid", "--die-with-parent", truePath)
+	return f
+}
+
+func ownerIsRoot(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*unix.Stat_t)
+	if !ok {
+		return false
+	}
+	return sys.Uid == 0
+}
+
+// runBounded runs a command with a timeout and returns its standard output;
+// a failure carries the command's standard error.
+func runBounded(ctx context.Context, timeout time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 100 * time.Millisecond
+	err := cmd.Run()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("%s: %w after %v", filepath.Base(name), errProbeTimeout, timeout)
+	}
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return "", fmt.Errorf("%w: %s", err, msg)
+		}
+		return "", err
+	}
+	return stdout.String(), nil
+}
+
+// probeCgroup looks at the cgroup2 mount and whether our cgroup is ours to
+// manage (cordon can create child cgroups and move processes into them).
+func probeCgroup() cgroupFacts {
+	const mount = "/sys/fs/cgroup"
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil {
+		return cgroupFacts{Err: os.NewSyscallError("statfs("+mount+")", err)}
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return cgroupFacts{}
+	}
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return cgroupFacts{V2: true, Err: fmt.Errorf("reading our cgroup: %w", err)}
+	}
+	p, ok := cgroupV2Path(string(data))
+	if !ok {
+		return cgroupFacts{V2: true, Err: errors.New("no cgroup v2 entry in /proc/self/cgroup")}
+	}
+	dir := filepath.Join(mount, p)
+	// access(2) also answers EROFS for a read-only mount, as containers have.
+	writable := unix.Access(dir, unix.W_OK) == nil &&
+		unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
+	return cgroupFacts{V2: true, Path: p, Writable: writable}
+}

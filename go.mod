@@ -1,0 +1,16 @@
+module github.com/cordon-sandbox/cordon
+
+go 1.24.0
+
+require (
+	github.com/seccomp/libseccomp-golang v0.11.1
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.40.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+)

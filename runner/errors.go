@@ -1,0 +1,51 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// ErrSetup marks cordon's own failures (bubblewrap missing or failing, the
+// filter not loading): the command never started. The CLI exits 125.
+var ErrSetup = errors.New("sandbox setup failed")
+
+// SetupError is a setup failure with what the user can do about it.
+type SetupError struct {
+	Err error
+	// Detail is what the failing component said (bubblewrap's stderr).
+	Detail string
+}
+
+func (e *SetupError) Error() string {
+	if d := strings.TrimSpace(e.Detail); d != "" {
+		return fmt.Sprintf("sandbox setup failed: %s (%v)", d, e.Err)
+	}
+	return "sandbox setup failed: " + e.Err.Error()
+}
+
+func (e *SetupError) Unwrap() []error { return []error{ErrSetup, e.Err} }
+
+// ExecError is a top-level command that could not be started: not found,
+// not executable, or denied by policy.
+type ExecError struct {
+	Path  string
+	Errno syscall.Errno
+	// Denied is true when the policy refused the exec; the supervisor has
+	// already printed the "cordon: denied:" line.
+	Denied bool
+}
+
+func (e *ExecError) Error() string {
+	switch {
+	case e.Denied:
+		return fmt.Sprintf("%s: denied by policy", e.Path)
+	case e.Errno == syscall.ENOENT && !strings.Contains(e.Path, "/"):
+		return fmt.Sprintf("%s: command not found", e.Path)
+	}
+	return fmt.Sprintf("%s: %v", e.Path, e.Errno)
+}
+
+// ExitCode is 127 for a missing command and 126 otherwise.
+func (e *ExecError) ExitCode() int { return exitCodeForErrno(e.Errno) }

@@ -1,0 +1,226 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/cordon-sandbox/cordon/supervisor"
+	"golang.org/x/sys/unix"
+)
+
+// InitArg is the hidden first argument that makes the cordon binary run as
+// the sandbox's init. main dispatches it before cobra; TestMain does the same
+// so a test binary can play the init.
+const InitArg = "__cordon-init"
+
+// InitMain is the sandbox init: it reads its configuration from the control
+// socket, installs the notify filter on all its threads, hands the listener
+// to the host, then starts the command once the host says go, reaps every
+// descendant and reports the command's wait status. Its exit code only
+// matters when the host is gone.
+func InitMain() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "cordon init: "+format+"\n", args...)
+		return 125
+	}
+	ctl := os.NewFile(ctlFD, "control")
+	conn, err := newFrameConn(ctl)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ctl.Close()
+	stderrFd, err := unix.FcntlInt(stderrFD, unix.F_DUPFD_CLOEXEC, 10)
+	if err != nil {
+		return fail("duplicating stderr: %v", err)
+	}
+	unix.Close(stderrFD)
+	// Nothing the init inherited or opens reaches the command: every fd
+	// above stderr becomes close-on-exec.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail("close_range: %v", err)
+	}
+	// The init shares the command's process group (so the host can signal
+	// and foreground one group) and must survive what is meant for the
+	// command. Handled, not ignored: ignored dispositions would be inherited
+	// by the command across exec.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGTSTP,
+		unix.SIGTTIN, unix.SIGTTOU, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+	go func() {
+		for range sigs {
+		}
+	}()
+	if err := unix.Setpgid(0, 0); err != nil {
+		return fail("setpgid: %v", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
+	}
+
+	var cfg configMsg
+	if _, err := conn.recv(&cfg); err != nil {
+		return fail("reading configuration: %v", err)
+	}
+	setupErr := func(err error) int {
+		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+		return 125
+	}
+	if len(cfg.Argv) == 0 {
+		return setupErr(errors.New("empty command"))
+	}
+	path, errno := lookPath(cfg.Argv[0], cfg.Dir, cfg.Env)
+	if errno != 0 {
+		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(errno), Path: cfg.Argv[0]})
+		return exitCodeForErrno(errno)
+	}
+	listener, err := supervisor.InstallFilter(cfg.Filter)
+	if err != nil {
+		return setupErr(fmt.Errorf("installing seccomp filter: %w", err))
+	}
+	if err := conn.send(initMsg{Kind: msgListener}, listener); err != nil {
+		return fail("sending listener: %v", err)
+	}
+	unix.Close(listener)
+	var goMsg initMsg
+	if _, err := conn.recv(&goMsg); err != nil || goMsg.Kind != msgHostGo {
+		return fail("waiting for the host: %v", err)
+	}
+
+	pid, err := syscall.ForkExec(path, cfg.Argv, &syscall.ProcAttr{
+		Dir:   cfg.Dir,
+		Env:   cfg.Env,
+		Files: []uintptr{0, 1, uintptr(stderrFd)},
+	})
+	if err != nil {
+		errno, _ := err.(syscall.Errno)
+		if errno == 0 {
+			errno = unix.EINVAL
+		}
+		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(errno), Path: path})
+		return exitCodeForErrno(errno)
+	}
+	_ = conn.send(initMsg{Kind: msgStarted})
+	status := reap(pid, func(sig unix.Signal) {
+		_ = conn.send(initMsg{Kind: msgStopped, Signal: int(sig)})
+	})
+	if cfg.Reap {
+		killDescendants()
+	}
+	_ = conn.send(initMsg{Kind: msgExited, Status: uint32(status)})
+	return 0
+}
+
+// reap waits for every child until pid exits, reporting pid's job-control
+// stops, and returns pid's wait status. Orphans re-parented to the init
+// (it is a subreaper) are reaped on the way, so no zombie accumulates.
+func reap(pid int, stopped func(unix.Signal)) unix.WaitStatus {
+	for {
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return unix.WaitStatus(0x7f00) // no children left: report exit 127
+		}
+		if wpid != pid {
+			continue
+		}
+		if ws.Stopped() {
+			stopped(ws.StopSignal())
+			continue
+		}
+		return ws
+	}
+}
+
+// killDescendants SIGKILLs and reaps the init's remaining children until
+// none is left. Orphans re-parent to the init (subreaper), so repeating
+// until ECHILD reaches every descendant, however it was detached.
+func killDescendants() {
+	self := os.Getpid()
+	for {
+		kids := children(self)
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = unix.Kill(k, unix.SIGKILL)
+		}
+		for {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != nil {
+				break
+			} else if ws == 0 {
+				break
+			}
+		}
+	}
+}
+
+// children lists pid's children from /proc/PID/task/*/children.
+func children(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			var k int
+			if _, err := fmt.Sscan(f, &k); err == nil {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// lookPath finds the command the way a shell does: a name with a slash is
+// used as given (relative to dir); a bare name is searched on the PATH of
+// the command's environment.
+func lookPath(name, dir string, env []string) (string, syscall.Errno) {
+	if strings.Contains(name, "/") {
+		return name, 0
+	}
+	pathEnv := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	found := unix.ENOENT
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		var st unix.Stat_t
+		if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		if unix.Access(p, unix.X_OK) == nil {
+			return p, 0
+		}
+		found = unix.EACCES
+	}
+	return "", found
+}
+
+// exitCodeForErrno maps a failed exec to the shell's convention: 127 when the
+// command does not exist, 126 when it exists but cannot be run.
+func exitCodeForErrno(errno syscall.Errno) int {
+	if errno == unix.ENOENT {
+		return 127
+	}
+	return 126
+}

@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The control channel is a SOCK_STREAM socketpair inherited by the init as
+// fd ctlFD. Messages are JSON frames with a 4-byte big-endian length. The one
+// message that carries a file descriptor (the seccomp listener) is small and
+// the init waits for an answer after sending it, so its SCM_RIGHTS data
+// always arrives with the read that holds its frame.
+const (
+	ctlFD    = 3 // control socket in the init
+	stderrFD = 4 // the user's real stderr in the init (bwrap's own goes to the host)
+
+	maxFrame = 64 << 20
+)
+
+// configMsg is the host's first message: everything the init needs.
+type configMsg struct {
+	Argv   []string `json:"argv"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"`
+	Filter []byte   `json:"filter"`
+	// Reap asks the init to kill and reap every descendant after the command
+	// exits; without a pid namespace nothing else would.
+	Reap bool `json:"reap"`
+}
+
+// Message kinds sent by the init.
+const (
+	msgListener = "listener"    // carries the notify listener fd
+	msgSetupErr = "setup-error" // the init could not set up; Message says why
+	msgExecErr  = "exec-error"  // the command could not be started; Errno says why
+	msgStarted  = "started"
+	msgStopped  = "stopped" // the command was stopped by a signal (job control)
+	msgExited   = "exited"  // the command exited; Status is its wait status
+	msgHostGo   = "go"      // host: supervisor running, terminal handed over
+)
+
+type initMsg struct {
+	Kind    string `json:"kind"`
+	Errno   int    `json:"errno,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message,omitempty"`
+	Status  uint32 `json:"status,omitempty"`
+	Signal  int    `json:"signal,omitempty"`
+}
+
+// frameConn sends and receives frames, with descriptors and the sender's
+// credentials (SO_PASSCRED) collected from ancillary data.
+type frameConn struct {
+	c    *net.UnixConn
+	rbuf []byte
+	fds  []int
+	pid  int32 // sender pid from the last SCM_CREDENTIALS, in our pid namespace
+}
+
+func newFrameConn(f *os.File) (*frameConn, error) {
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("wrapping control socket: %w", err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("control fd is not a unix socket")
+	}
+	return &frameConn{c: uc}, nil
+}
+
+func (fc *frameConn) send(v any, fds ...int) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding control message: %w", err)
+	}
+	frame := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(frame, uint32(len(b)))
+	copy(frame[4:], b)
+	if len(fds) == 0 {
+		_, err = fc.c.Write(frame)
+		return err
+	}
+	n, _, err := fc.c.WriteMsgUnix(frame, unix.UnixRights(fds...), nil)
+	if err == nil && n != len(frame) {
+		err = io.ErrShortWrite
+	}
+	return err
+}
+
+// recv decodes the next frame into v and returns the descriptors received
+// with it. It returns io.EOF when the peer is gone.
+func (fc *frameConn) recv(v any) ([]int, error) {
+	for {
+		if len(fc.rbuf) >= 4 {
+			n := int(binary.BigEndian.Uint32(fc.rbuf))
+			if n > maxFrame {
+				return nil, fmt.Errorf("control frame of %d bytes", n)
+			}
+			if len(fc.rbuf) >= 4+n {
+				err := json.Unmarshal(fc.rbuf[4:4+n], v)
+				fc.rbuf = fc.rbuf[4+n:]
+				fds := fc.fds
+				fc.fds = nil
+				if err != nil {
+					closeAll(fds)
+					return nil, fmt.Errorf("decoding control message: %w", err)
+				}
+				return fds, nil
+			}
+		}
+		buf := make([]byte, 64<<10)
+		oob := make([]byte, 512)
+		n, oobn, _, _, err := fc.c.ReadMsgUnix(buf, oob)
+		if oobn > 0 {
+			fc.parseOOB(oob[:oobn])
+		}
+		if n > 0 {
+			fc.rbuf = append(fc.rbuf, buf[:n]...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return nil, io.EOF
+		}
+	}
+}
+
+func (fc *frameConn) parseOOB(oob []byte) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return
+	}
+	for i := range msgs {
+		if fds, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			for _, fd := range fds {
+				unix.CloseOnExec(fd)
+			}
+			fc.fds = append(fc.fds, fds...)
+			continue
+		}
+		if cred, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
+			fc.pid = cred.Pid
+		}
+	}
+}
+
+func (fc *frameConn) close() error { return fc.c.Close() }
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}

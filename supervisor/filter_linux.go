@@ -1,0 +1,137 @@
+package supervisor
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	seccomp "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// ErrListenerBusy is returned by InstallFilter when the calling task already
+// runs under a seccomp filter with a notify listener (a nested cordon,
+// another notify-based tool, or WSL2 mirrored networking): the kernel allows
+// one listener per filter chain.
+var ErrListenerBusy = errors.New("a seccomp notify listener already exists for this process (nested cordon or another notify-based tool)")
+
+// Filter compiles the sandbox's seccomp program with libseccomp and returns
+// it as raw BPF (struct sock_filter array, native byte order).
+//
+// The program, for x86-64, i386 and x32 callers alike:
+//   - execve, execveat: SECCOMP_RET_USER_NOTIF (decided by the supervisor);
+//   - ioctl TIOCSTI and TIOCLINUX (compared on the low 32 bits, which is all
+//     the kernel reads of the command): EPERM, so a sandboxed program cannot
+//     push keystrokes into the user's terminal;
+//   - any other architecture: the process is killed;
+//   - everything else: allowed.
+func Filter() ([]byte, error) {
+	f, err := seccomp.NewFilter(seccomp.ActAllow)
+	if err != nil {
+		return nil, fmt.Errorf("creating seccomp filter: %w", err)
+	}
+	defer f.Release()
+	for _, a := range []seccomp.ScmpArch{seccomp.ArchAMD64, seccomp.ArchX86, seccomp.ArchX32} {
+		if err := f.AddArch(a); err != nil && !errors.Is(err, seccomp.ErrSyscallDoesNotExist) {
+			return nil, fmt.Errorf("adding arch %v: %w", a, err)
+		}
+	}
+	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
+		return nil, fmt.Errorf("setting bad-arch action: %w", err)
+	}
+	for _, name := range []string{"execve", "execveat"} {
+		sc, err := seccomp.GetSyscallFromName(name)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", name, err)
+		}
+		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
+			return nil, fmt.Errorf("adding notify rule for %s: %w", name, err)
+		}
+	}
+	ioctlNr, err := seccomp.GetSyscallFromName("ioctl")
+	if err != nil {
+		return nil, fmt.Errorf("resolving ioctl: %w", err)
+	}
+	for _, cmd := range []uint64{unix.TIOCSTI, unix.TIOCLINUX} {
+		cond, err := seccomp.MakeCondition(1, seccomp.CompareMaskedEqual, 0xffffffff, cmd)
+		if err != nil {
+			return nil, fmt.Errorf("building ioctl condition: %w", err)
+		}
+		if err := f.AddRuleConditional(ioctlNr, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
+			return nil, fmt.Errorf("adding ioctl rule: %w", err)
+		}
+	}
+	return exportBPF(f)
+}
+
+func exportBPF(f *seccomp.ScmpFilter) ([]byte, error) {
+	fd, err := unix.MemfdCreate("cordon-filter", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("memfd_create", err)
+	}
+	mf := os.NewFile(uintptr(fd), "cordon-filter")
+	defer mf.Close()
+	if err := f.ExportBPF(mf); err != nil {
+		return nil, fmt.Errorf("exporting BPF: %w", err)
+	}
+	if _, err := mf.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("rewinding BPF: %w", err)
+	}
+	raw, err := io.ReadAll(mf)
+	if err != nil {
+		return nil, fmt.Errorf("reading BPF: %w", err)
+	}
+	if len(raw) == 0 || len(raw)%8 != 0 {
+		return nil, fmt.Errorf("libseccomp exported %d bytes of BPF, not a whole program", len(raw))
+	}
+	return raw, nil
+}
+
+// decodeFilter turns raw BPF bytes into instructions.
+func decodeFilter(raw []byte) ([]unix.SockFilter, error) {
+	if len(raw) == 0 || len(raw)%8 != 0 || len(raw)/8 > 4096 {
+		return nil, fmt.Errorf("invalid BPF program of %d bytes", len(raw))
+	}
+	out := make([]unix.SockFilter, len(raw)/8)
+	for i := range out {
+		b := raw[i*8:]
+		out[i] = unix.SockFilter{
+			Code: binary.NativeEndian.Uint16(b[0:]),
+			Jt:   b[2],
+			Jf:   b[3],
+			K:    binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	return out, nil
+}
+
+// InstallFilter loads raw (from Filter) on every thread of the calling
+// process and returns the notify listener fd (close-on-exec).
+//
+// PR_SET_NO_NEW_PRIVS is per thread: the caller's OS thread is locked until
+// seccomp() returns, and SECCOMP_FILTER_FLAG_TSYNC then propagates both the
+// filter and no_new_privs to the other threads. TSYNC_ESRCH makes a sync
+// failure an error instead of a thread id, which the kernel requires when
+// TSYNC is combined with NEW_LISTENER (Linux 5.7+).
+func InstallFilter(raw []byte) (int, error) {
+	prog, err := decodeFilter(raw)
+	if err != nil {
+		return -1, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
+	}
+	fd, err := seccompSetFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_TSYNC|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH)
+	if errors.Is(err, unix.EBUSY) {
+		return -1, ErrListenerBusy
+	}
+	if err != nil {
+		return -1, err
+	}
+	return fd, nil
+}

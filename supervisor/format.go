@@ -1,0 +1,53 @@
+package supervisor
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxLineArgv bounds how much of an argv a one-line message shows.
+const maxLineArgv = 512
+
+// FormatArgv renders argv on one line for people: words are separated by
+// spaces, and a word that is empty or holds spaces, quotes, control
+// characters or invalid UTF-8 is shown Go-quoted, so the line is unambiguous
+// and never spans lines. Output longer than a few hundred bytes is cut with
+// "...".
+func FormatArgv(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if needsQuote(w) {
+			b.WriteString(strconv.Quote(w))
+		} else {
+			b.WriteString(w)
+		}
+		if b.Len() > maxLineArgv {
+			return b.String()[:maxLineArgv] + "..."
+		}
+	}
+	return b.String()
+}
+
+func needsQuote(w string) bool {
+	if w == "" || !utf8.ValidString(w) {
+		return true
+	}
+	for _, r := range w {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || strings.ContainsRune(`"'\$`+"`", r) {
+			return true
+		}
+	}
+	return false
+}
+
+// DenialLine is the one line cordon prints when an exec is refused:
+//
+//	cordon: denied: git push origin main (rule: deny "git push")
+func (d *Decision) DenialLine() string {
+	return "cordon: denied: " + FormatArgv(d.Exec.Argv) + " (rule: " + d.Result.RuleText() + ")"
+}

@@ -1,0 +1,214 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kernel limits on what execve accepts (fs/exec.c, include/uapi/linux/binfmts.h).
+// Reading past them is pointless: the kernel would fail the exec with E2BIG
+// or ENAMETOOLONG, so the supervisor answers that errno itself.
+const (
+	maxArgStrlen = 32 * 4096 // MAX_ARG_STRLEN, including the NUL
+	// maxArgBytes bounds argv strings plus their pointers: the kernel allows
+	// at most 3/4 of _STK_LIM (8 MiB), and less under a smaller stack rlimit.
+	maxArgBytes = 6 << 20
+	pathMax     = 4096 // PATH_MAX, including the NUL
+	pageSize    = 4096
+	firstChunk  = 256 // bytes read per string before knowing its length
+	iovMax      = 1024
+)
+
+var (
+	errTooBig  = errors.New("argument list too long")
+	errNameLen = errors.New("file name too long")
+	errFault   = errors.New("bad address")
+)
+
+// memReader reads strings and pointer arrays from another process with
+// process_vm_readv. It reuses its buffers; one reader serves one goroutine.
+type memReader struct {
+	buf   []byte // scratch for readString and readPointers
+	batch []byte // first chunks of a batch of strings
+	local []unix.Iovec
+	rem   []unix.RemoteIovec
+}
+
+// readAt fills p from addr in pid's memory, returning how many bytes it got
+// before the first unreadable byte.
+func (m *memReader) readAt(pid int, addr uint64, p []byte) (int, error) {
+	local := []unix.Iovec{{Base: &p[0]}}
+	local[0].SetLen(len(p))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	for {
+		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EFAULT {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, os.NewSyscallError("process_vm_readv", err)
+		}
+		return n, nil
+	}
+}
+
+// readString reads a NUL-terminated string of at most limit bytes (NUL
+// included) starting at addr. It never reads across a page boundary it does
+// not need, so a string ending just before an unmapped page still reads.
+func (m *memReader) readString(pid int, addr uint64, limit int, tooLong error) (string, error) {
+	var out []byte
+	for len(out) < limit {
+		n := pageSize - int(addr%pageSize)
+		if n > limit-len(out) {
+			n = limit - len(out)
+		}
+		chunk := m.scratch(n)
+		got, err := m.readAt(pid, addr, chunk)
+		if err != nil {
+			return "", err
+		}
+		if i := bytes.IndexByte(chunk[:got], 0); i >= 0 {
+			return string(append(out, chunk[:i]...)), nil
+		}
+		if got < n {
+			return "", errFault
+		}
+		out = append(out, chunk...)
+		addr += uint64(n)
+	}
+	return "", tooLong
+}
+
+func (m *memReader) scratch(n int) []byte {
+	if cap(m.buf) < n {
+		m.buf = make([]byte, n)
+	}
+	return m.buf[:n]
+}
+
+// readArgv reads a NULL-terminated array of pointers of ptrSize bytes at
+// addr and the strings they point to. There is no cap on the count beyond
+// the kernel's own byte limits.
+func (m *memReader) readArgv(pid int, addr uint64, ptrSize int) ([]string, error) {
+	if addr == 0 {
+		return nil, nil // execve(path, NULL, ...) is an empty argv.
+	}
+	ptrs, err := m.readPointers(pid, addr, ptrSize)
+	if err != nil {
+		return nil, err
+	}
+	return m.readStrings(pid, ptrs)
+}
+
+func (m *memReader) readPointers(pid int, addr uint64, ptrSize int) ([]uint64, error) {
+	var ptrs []uint64
+	const batch = 512
+	for {
+		n := batch * ptrSize
+		// Stay within the page so an array ending just before an unmapped
+		// page reads.
+		if room := pageSize - int(addr%pageSize); room < n {
+			n = room - room%ptrSize
+			if n == 0 {
+				n = ptrSize
+			}
+		}
+		chunk := m.scratch(n)
+		got, err := m.readAt(pid, addr, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for off := 0; off+ptrSize <= got; off += ptrSize {
+			var p uint64
+			if ptrSize == 8 {
+				p = binary.NativeEndian.Uint64(chunk[off:])
+			} else {
+				p = uint64(binary.NativeEndian.Uint32(chunk[off:]))
+			}
+			if p == 0 {
+				return ptrs, nil
+			}
+			ptrs = append(ptrs, p)
+			if (len(ptrs)+1)*(ptrSize+1) > maxArgBytes {
+				return nil, errTooBig
+			}
+		}
+		if got < n {
+			return nil, errFault
+		}
+		addr += uint64(n)
+	}
+}
+
+// readStrings reads every string in one process_vm_readv call per iovMax
+// strings: a short first chunk of each, then a full read of the few that
+// were longer.
+func (m *memReader) readStrings(pid int, ptrs []uint64) ([]string, error) {
+	out := make([]string, len(ptrs))
+	total := len(ptrs) * 8
+	for start := 0; start < len(ptrs); start += iovMax {
+		end := min(start+iovMax, len(ptrs))
+		size := 0
+		m.rem = m.rem[:0]
+		for _, p := range ptrs[start:end] {
+			n := min(firstChunk, pageSize-int(p%pageSize))
+			m.rem = append(m.rem, unix.RemoteIovec{Base: uintptr(p), Len: n})
+			size += n
+		}
+		if cap(m.batch) < size {
+			m.batch = make([]byte, size)
+		}
+		buf := m.batch[:size]
+		local := []unix.Iovec{{Base: &buf[0]}}
+		local[0].SetLen(size)
+		got := 0
+		for {
+			n, err := unix.ProcessVMReadv(pid, local, m.rem, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil && err != unix.EFAULT {
+				return nil, os.NewSyscallError("process_vm_readv", err)
+			}
+			got = max(n, 0)
+			break
+		}
+		off := 0
+		for i, r := range m.rem {
+			idx := start + i
+			var s string
+			if off+r.Len <= got {
+				if j := bytes.IndexByte(buf[off:off+r.Len], 0); j >= 0 {
+					s = string(buf[off : off+j])
+					off += r.Len
+					total += len(s) + 1
+					if total > maxArgBytes {
+						return nil, errTooBig
+					}
+					out[idx] = s
+					continue
+				}
+			}
+			off += r.Len
+			// Longer than the first chunk, or not read in the batch: read
+			// it alone.
+			long, err := m.readString(pid, ptrs[idx], maxArgStrlen, errTooBig)
+			if err != nil {
+				return nil, err
+			}
+			total += len(long) + 1
+			if total > maxArgBytes {
+				return nil, errTooBig
+			}
+			out[idx] = long
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,348 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
+)
+
+// Syscall numbers the filter notifies, per calling convention.
+const (
+	x32Bit = 0x40000000
+
+	nrExecveAMD64   = 59
+	nrExecveatAMD64 = 322
+	nrExecveX32     = x32Bit | 520
+	nrExecveatX32   = x32Bit | 545
+	nrExecve386     = 11
+	nrExecveat386   = 358
+)
+
+// Decision records one exec the supervisor decided.
+type Decision struct {
+	Time time.Time
+	// Pid is the caller's pid in the host's pid namespace.
+	Pid int
+	// Syscall is "execve" or "execveat"; Arch is "x86_64", "i386" or "x32".
+	Syscall, Arch string
+	Exec         policy.Exec
+	Result       policy.Result
+	// Errno is what the caller's exec returned when the supervisor refused
+	// it (EPERM for a policy denial; E2BIG, EFAULT... when the call could not
+	// have succeeded); zero when the exec was let through.
+	Errno syscall.Errno
+	// Latency is the time from receiving the notification to answering it.
+	Latency time.Duration
+}
+
+// Denied reports whether the policy refused the exec.
+func (d *Decision) Denied() bool { return d.Errno == unix.EPERM }
+
+// Options configures a Supervisor.
+type Options struct {
+	// OnDecision, when set, is called from the supervisor's goroutine for
+	// every decision before the caller is answered. It must not block.
+	OnDecision func(*Decision)
+	// Ask answers exec decisions of kind ask; nil refuses them.
+	Ask func(*Decision) bool
+	// Logger receives debug and error records; nil discards them.
+	Logger *slog.Logger
+	// WedgeAfter, when positive, makes the receive after that many
+	// notifications never return, as a kernel that never wakes a parked
+	// ioctl would. It exists to test that teardown stays bounded.
+	WedgeAfter int
+}
+
+// Supervisor answers the seccomp notifications of one sandbox.
+type Supervisor struct {
+	listener int
+	wake     int // eventfd written by Shutdown
+	pol      *policy.Policy
+	opts     Options
+	log      *slog.Logger
+	mem      memReader
+
+	// recv is notifRecv, replaceable by tests to simulate a wedged kernel.
+	recv func(fd int, n *seccompNotif) error
+
+	shutdown sync.Once
+	done     chan struct{}
+	closeMu  sync.Mutex
+	closed   bool // guarded by closeMu
+}
+
+// New returns a supervisor for listener, which it owns from now on.
+func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Supervisor{
+		listener: listener,
+		wake:     wake,
+		pol:      pol,
+		opts:     opts,
+		log:      log,
+		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
+		done:     make(chan struct{}),
+	}, nil
+}
+
+func wedgeAfter(n int, recv func(int, *seccompNotif) error) func(int, *seccompNotif) error {
+	if n <= 0 {
+		return recv
+	}
+	count := 0
+	return func(fd int, notif *seccompNotif) error {
+		if count >= n {
+			select {} // never returns
+		}
+		count++
+		return recv(fd, notif)
+	}
+}
+
+// Run answers notifications until Shutdown is called or every task using the
+// filter is gone (POLLHUP on the listener). It never blocks inside
+// SECCOMP_IOCTL_NOTIF_RECV: it waits in ppoll and receives only what poll
+// says is pending.
+func (s *Supervisor) Run() error {
+	defer close(s.done)
+	fds := []unix.PollFd{
+		{Fd: int32(s.listener), Events: unix.POLLIN},
+		{Fd: int32(s.wake), Events: unix.POLLIN},
+	}
+	var n seccompNotif
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Ppoll(fds, nil, nil); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return os.NewSyscallError("ppoll", err)
+		}
+		if fds[1].Revents != 0 {
+			return nil
+		}
+		ev := fds[0].Revents
+		if ev&unix.POLLNVAL != 0 {
+			return errors.New("seccomp listener fd is not open")
+		}
+		if ev&unix.POLLIN != 0 {
+			if err := s.recv(s.listener, &n); err != nil {
+				// ENOENT: the caller died or was interrupted after poll said
+				// it was waiting; an interrupted exec is notified again.
+				if errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return err
+			}
+			s.handle(&n)
+			continue
+		}
+		if ev&(unix.POLLHUP|unix.POLLERR) != 0 {
+			return nil // every task using the filter has exited
+		}
+	}
+}
+
+// Shutdown makes Run return. It is idempotent and safe from any goroutine.
+func (s *Supervisor) Shutdown() {
+	s.shutdown.Do(func() {
+		var one = [8]byte{1}
+		_, _ = unix.Write(s.wake, one[:])
+	})
+}
+
+// Done is closed when Run has returned.
+func (s *Supervisor) Done() <-chan struct{} { return s.done }
+
+// Close releases the listener and the eventfd. Call it after Run returned;
+// closing the listener makes further execs in the sandbox fail (the kernel
+// answers ENOSYS), which is the fail-closed behaviour.
+func (s *Supervisor) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err1 := unix.Close(s.listener)
+	err2 := unix.Close(s.wake)
+	return errors.Join(err1, err2)
+}
+
+// handle decides one notification and answers it.
+func (s *Supervisor) handle(n *seccompNotif) {
+	start := time.Now()
+	d := Decision{Time: start, Pid: int(n.Pid)}
+	resp := seccompNotifResp{ID: n.ID}
+	if errno := s.decide(n, &d); errno != 0 {
+		d.Errno = errno
+		resp.Error = -int32(errno)
+	} else {
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	}
+	d.Latency = time.Since(start)
+	if s.opts.OnDecision != nil && d.Exec.Argv != nil {
+		s.opts.OnDecision(&d)
+	}
+	if err := notifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
+		s.log.Error("answering exec notification", "pid", d.Pid, "err", err)
+	}
+}
+
+// decide fills d and returns the errno to answer, or 0 to let the exec
+// continue. It is the single place where an exec is judged; the race-free
+// verification after CONTINUE builds on it.
+func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
+	if n.Pid == 0 {
+		// The caller is not visible in our pid namespace: we cannot read
+		// its memory, so we cannot decide. Refuse.
+		d.Result = policy.Result{Decision: policy.Deny}
+		return unix.EPERM
+	}
+	pid := int(n.Pid)
+	call, err := classify(&n.Data)
+	if err != nil {
+		s.log.Error("unexpected notification", "pid", pid, "err", err)
+		d.Result = policy.Result{Decision: policy.Deny}
+		return unix.EPERM
+	}
+	d.Syscall, d.Arch = call.name, call.arch
+	path, err := s.mem.readString(pid, call.path, pathMax, errNameLen)
+	if err != nil {
+		return s.readErrno(pid, err)
+	}
+	argv, err := s.mem.readArgv(pid, call.argv, call.ptrSize)
+	if err != nil {
+		return s.readErrno(pid, err)
+	}
+	// The caller's memory was read by pid: make sure pid still is the task
+	// that made this call (it could have died and the pid been reused).
+	if err := notifIDValid(s.listener, n.ID); err != nil {
+		return unix.ENOENT
+	}
+	if argv == nil {
+		argv = []string{}
+	}
+	d.Exec = policy.Exec{Argv: argv, Path: path, Resolved: resolve(pid, call.dirfd, path, call.flags)}
+	if errno := checkTarget(pid, d.Exec.Resolved); errno != 0 {
+		return errno
+	}
+	d.Result = s.pol.Decide(&d.Exec)
+	switch d.Result.Decision {
+	case policy.Allow:
+		return 0
+	case policy.Ask:
+		if s.opts.Ask != nil && s.opts.Ask(d) {
+			return 0
+		}
+	}
+	return unix.EPERM
+}
+
+// readErrno maps a failure to read the caller's memory to what the kernel
+// would have answered.
+func (s *Supervisor) readErrno(pid int, err error) syscall.Errno {
+	switch {
+	case errors.Is(err, errTooBig):
+		return unix.E2BIG
+	case errors.Is(err, errNameLen):
+		return unix.ENAMETOOLONG
+	case errors.Is(err, errFault):
+		return unix.EFAULT
+	case errors.Is(err, unix.ESRCH):
+		return unix.ESRCH // the caller is gone; the answer goes nowhere
+	}
+	s.log.Error("reading exec arguments", "pid", pid, "err", err)
+	return unix.EPERM
+}
+
+// execCall is a decoded execve/execveat.
+type execCall struct {
+	name, arch string
+	ptrSize    int
+	dirfd      int32
+	path, argv uint64
+	flags      uint64
+}
+
+func classify(sd *seccompData) (execCall, error) {
+	c := execCall{dirfd: unix.AT_FDCWD}
+	var execveat bool
+	switch {
+	case sd.Arch == unix.AUDIT_ARCH_X86_64 && sd.Nr&x32Bit == 0:
+		c.arch, c.ptrSize = "x86_64", 8
+		execveat = sd.Nr == nrExecveatAMD64
+		if !execveat && sd.Nr != nrExecveAMD64 {
+			return c, fmt.Errorf("syscall %d on x86_64", sd.Nr)
+		}
+	case sd.Arch == unix.AUDIT_ARCH_X86_64:
+		c.arch, c.ptrSize = "x32", 4
+		execveat = sd.Nr == nrExecveatX32
+		if !execveat && sd.Nr != nrExecveX32 {
+			return c, fmt.Errorf("syscall %#x on x32", sd.Nr)
+		}
+	case sd.Arch == unix.AUDIT_ARCH_I386:
+		c.arch, c.ptrSize = "i386", 4
+		execveat = sd.Nr == nrExecveat386
+		if !execveat && sd.Nr != nrExecve386 {
+			return c, fmt.Errorf("syscall %d on i386", sd.Nr)
+		}
+	default:
+		return c, fmt.Errorf("syscall %d on unknown arch %#x", sd.Nr, sd.Arch)
+	}
+	a := sd.Args
+	if c.ptrSize == 4 {
+		for i := range a {
+			a[i] &= 0xffffffff
+		}
+	}
+	if execveat {
+		c.name = "execveat"
+		c.dirfd = int32(uint32(a[0]))
+		c.path, c.argv, c.flags = a[1], a[2], a[4]
+	} else {
+		c.name = "execve"
+		c.path, c.argv = a[0], a[1]
+	}
+	return c, nil
+}
+
+// resolve returns the absolute path of the file the caller asked to run, as
+// far as it can be told without following symlinks: relative paths are
+// joined to the caller's cwd or to the directory behind dirfd.
+func resolve(pid int, dirfd int32, path string, flags uint64) string {
+	proc := "/proc/" + strconv.Itoa(pid)
+	if path == "" && flags&unix.AT_EMPTY_PATH != 0 {
+		target, _ := os.Readlink(proc + "/fd/" + strconv.Itoa(int(dirfd)))
+		return target
+	}
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	var base string
+	if dirfd == unix.AT_FDCWD {
+		base, _ = os.Readlink(proc + "/cwd")
+	} else {
+		base, _ = os.Readlink(proc + "/fd/" + strconv.Itoa(int(dirfd)))
+	}
+	if base == "" {
+		return ""
+	}
+	return filepath.Join(base, path)
+}
