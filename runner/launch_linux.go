@@ -67,6 +67,9 @@ type Options struct {
 	// WedgeSupervisorAfter is passed to supervisor.Options.WedgeAfter
 	// (tests of the teardown bound; hidden flag --debug-wedge-supervisor).
 	WedgeSupervisorAfter int
+	// DropSupervisorAfter is passed to supervisor.Options.DropAfter (tests
+	// of fail-closed; hidden flag --debug-drop-supervisor).
+	DropSupervisorAfter int
 }
 
 // Result is how the command ended.
@@ -158,6 +161,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		OnDecision: l.onDecision,
 		Logger:     l.log,
 		WedgeAfter: l.o.WedgeSupervisorAfter,
+		DropAfter:  l.o.DropSupervisorAfter,
 	})
 	if err != nil {
 		unix.Close(fds[0])

@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"os/signal"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,7 +14,7 @@ import (
 // must not steal the terminal.
 type terminal struct {
 	fd    int
-	pgrp  int          // cordon's own process group
+	pgrp  int           // cordon's own process group
 	saved *unix.Termios // cordon's terminal modes, restored when done
 	child *unix.Termios // the command's modes, kept across a suspend
 }
@@ -66,7 +67,12 @@ func (t *terminal) setForeground(pgrp int) error {
 // terminal back and is continued.
 func (t *terminal) suspend(cmdPgrp int) {
 	t.takeBack()
-	_ = unix.Kill(os.Getpid(), unix.SIGSTOP)
+	// kill(getpid()) may be taken by another thread while this one runs
+	// on; a signal directed at this thread stops it before tgkill returns,
+	// so nothing below runs until the shell continues us.
+	runtime.LockOSThread()
+	_ = unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP)
+	runtime.UnlockOSThread()
 	// Resumed by the shell (SIGCONT): hand the terminal back.
 	_ = t.giveTo(cmdPgrp)
 	_ = unix.Kill(-cmdPgrp, unix.SIGCONT)

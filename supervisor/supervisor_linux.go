@@ -34,8 +34,8 @@ type Decision struct {
 	Pid int
 	// Syscall is "execve" or "execveat"; Arch is "x86_64", "i386" or "x32".
 	Syscall, Arch string
-	Exec         policy.Exec
-	Result       policy.Result
+	Exec          policy.Exec
+	Result        policy.Result
 	// Errno is what the caller's exec returned when the supervisor refused
 	// it (EPERM for a policy denial; E2BIG, EFAULT... when the call could not
 	// have succeeded); zero when the exec was let through.
@@ -60,6 +60,10 @@ type Options struct {
 	// notifications never return, as a kernel that never wakes a parked
 	// ioctl would. It exists to test that teardown stays bounded.
 	WedgeAfter int
+	// DropAfter, when positive, makes the supervisor close the listener and
+	// stop after that many notifications, as if it had died: it exists to
+	// test that later execs in the sandbox fail (fail closed).
+	DropAfter int
 }
 
 // Supervisor answers the seccomp notifications of one sandbox.
@@ -70,6 +74,7 @@ type Supervisor struct {
 	opts     Options
 	log      *slog.Logger
 	mem      memReader
+	handled  int // notifications answered; owned by Run's goroutine
 
 	// recv is notifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccompNotif) error
@@ -151,6 +156,12 @@ func (s *Supervisor) Run() error {
 				return err
 			}
 			s.handle(&n)
+			s.handled++
+			if s.opts.DropAfter > 0 && s.handled >= s.opts.DropAfter {
+				s.log.Debug("dropping the listener (test hook)", "after", s.handled)
+				_ = s.Close()
+				return nil
+			}
 			continue
 		}
 		if ev&(unix.POLLHUP|unix.POLLERR) != 0 {

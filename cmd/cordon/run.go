@@ -30,6 +30,7 @@ type runOptions struct {
 	timeout     time.Duration
 	killGrace   time.Duration
 	wedgeAfter  int
+	dropAfter   int
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
@@ -48,6 +49,8 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.DurationVar(&o.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL on --timeout")
 	fs.IntVar(&o.wedgeAfter, "debug-wedge-supervisor", 0, "testing: wedge the supervisor's receive after N notifications")
 	_ = fs.MarkHidden("debug-wedge-supervisor")
+	fs.IntVar(&o.dropAfter, "debug-drop-supervisor", 0, "testing: close the supervisor's listener after N notifications")
+	_ = fs.MarkHidden("debug-drop-supervisor")
 }
 
 func newRunCmd() *cobra.Command {
@@ -159,6 +162,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		KillGrace:            o.killGrace,
 		Logger:               logger,
 		WedgeSupervisorAfter: o.wedgeAfter,
+		DropSupervisorAfter:  o.dropAfter,
 	})
 	if err != nil {
 		return err
