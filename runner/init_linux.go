@@ -55,6 +55,14 @@ func InitMain() int {
 		for range sigs {
 		}
 	}()
+	// The command runs as the same user in the same pid namespace: without
+	// this it could open /proc/<init>/fd/3 (cordon's control socket) or
+	// ptrace the init. Non-dumpable tasks can be inspected only with
+	// CAP_SYS_PTRACE, which bubblewrap does not grant. Reset by execve, so
+	// the command itself stays debuggable.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail("prctl(PR_SET_DUMPABLE): %v", err)
+	}
 	if err := unix.Setpgid(0, 0); err != nil {
 		return fail("setpgid: %v", err)
 	}
