@@ -54,6 +54,10 @@ type Spec struct {
 	Exe string
 	// Command is what bwrap runs inside the sandbox.
 	Command []string
+	// Privileged means bwrap runs as root. bwrap then keeps the caller's
+	// capabilities in the sandbox unless told otherwise, which would let
+	// the command remount, trace or escape; Args drops them all.
+	Privileged bool
 }
 
 // Args returns bwrap's arguments (without the program name) for s.
@@ -86,6 +90,9 @@ func (s *Spec) Args() ([]string, error) {
 		a = append(a, "--ro-bind", s.Exe, s.Exe)
 	}
 	a = append(a, "--unshare-pid", "--die-with-parent")
+	if s.Privileged {
+		a = append(a, "--cap-drop", "ALL")
+	}
 	switch s.Net {
 	case NetNone:
 		a = append(a, "--unshare-net")

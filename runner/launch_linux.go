@@ -220,7 +220,11 @@ func (l *launch) start(exe string) (*frameConn, error) {
 			conn.close()
 			return nil, &SetupError{Err: err}
 		}
-		spec := bwrap.Spec{Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net, Exe: exe, Command: []string{exe, InitArg}}
+		spec := bwrap.Spec{
+			Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net,
+			Exe: exe, Command: []string{exe, InitArg},
+			Privileged: os.Geteuid() == 0,
+		}
 		args, err := spec.Args()
 		if err != nil {
 			conn.close()
