@@ -317,6 +317,7 @@ func ptraceCheck(f ptraceFacts) Check {
 // cgroupFacts is what Run found out about cgroups.
 type cgroupFacts struct {
 	V2       bool
+	Hybrid   bool   // v1 controllers, cgroup2 only at /sys/fs/cgroup/unified
 	Path     string // our cgroup, from /proc/self/cgroup ("0::/path")
 	Writable bool   // we can create child cgroups and move processes
 	Err      error
@@ -330,9 +331,13 @@ func cgroupCheck(f cgroupFacts) Check {
 	case f.Err != nil:
 		c.Status = StatusWarn
 		c.Detail = fmt.Sprintf("cannot inspect cgroups (%v); process tree kill will walk /proc", f.Err)
+	case !f.V2 && f.Hybrid:
+		c.Status = StatusWarn
+		c.Detail = "hybrid hierarchy (v1 controllers; cgroup2 only at /sys/fs/cgroup/unified): process tree kill will walk /proc"
+		c.Fix = "boot with the unified hierarchy (kernel parameter systemd.unified_cgroup_hierarchy=1)"
 	case !f.V2:
 		c.Status = StatusWarn
-		c.Detail = "/sys/fs/cgroup is not a cgroup2 mount (v1 or hybrid): process tree kill will walk /proc"
+		c.Detail = "/sys/fs/cgroup is not a cgroup2 mount (cgroup v1): process tree kill will walk /proc"
 		c.Fix = "boot with the unified hierarchy (kernel parameter systemd.unified_cgroup_hierarchy=1)"
 	case !f.Writable:
 		c.Status = StatusWarn
@@ -411,7 +416,7 @@ func seccompChecks(sf SeccompFeatures, compiled NotifSizes, filters string) []Ch
 		for i := range checks[2:] {
 			c := &checks[2+i]
 			if c.Status != StatusOK {
-				c.Detail = "not probed: " + ebusyDetail
+				c.Detail = "not probed: EBUSY (see notify-listener)"
 				c.Fix = "see notify-listener"
 			}
 		}

@@ -163,7 +163,9 @@ func probeCgroup() cgroupFacts {
 		return cgroupFacts{Err: os.NewSyscallError("statfs("+mount+")", err)}
 	}
 	if st.Type != unix.CGROUP2_SUPER_MAGIC {
-		return cgroupFacts{}
+		var u unix.Statfs_t
+		hybrid := unix.Statfs(filepath.Join(mount, "unified"), &u) == nil && u.Type == unix.CGROUP2_SUPER_MAGIC
+		return cgroupFacts{Hybrid: hybrid}
 	}
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {

@@ -281,8 +281,16 @@ func probeNotify(sf *SeccompFeatures, deadline time.Time, ppid int) {
 // the supervisor has received a notification, a non-fatal signal to the
 // caller (Go's SIGURG preemption) must neither abort it nor make its id stale.
 func probeWaitKillable(sf *SeccompFeatures, deadline time.Time, ppid int, canContinue bool) {
-	f := &sf.WaitKillableRecv
-	t, err := startFilteredThread(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	sf.WaitKillableRecv = signalAfterRecv(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+		deadline, ppid, canContinue)
+}
+
+// signalAfterRecv loads a filter with flags, receives a notification, signals
+// the notifying thread and reports whether the notification survived. With
+// flags lacking WAIT_KILLABLE_RECV it must not: tests use that as the control.
+func signalAfterRecv(flags uintptr, deadline time.Time, ppid int, canContinue bool) Feature {
+	var f Feature
+	t, err := startFilteredThread(flags)
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.EINVAL):
@@ -292,7 +300,7 @@ func probeWaitKillable(sf *SeccompFeatures, deadline time.Time, ppid int, canCon
 		default:
 			f.Detail = fmt.Sprintf("loading a filter with WAIT_KILLABLE_RECV: %v", err)
 		}
-		return
+		return f
 	}
 	defer t.stop()
 
@@ -308,12 +316,12 @@ func probeWaitKillable(sf *SeccompFeatures, deadline time.Time, ppid int, canCon
 	}
 	if err != nil {
 		f.Detail = fmt.Sprintf("flag accepted, but receiving: %v", err)
-		return
+		return f
 	}
 	if err := unix.Tgkill(os.Getpid(), t.tid, unix.SIGURG); err != nil {
 		f.Detail = fmt.Sprintf("not probed: %v", os.NewSyscallError("tgkill", err))
 		_ = answer(t, n, resp)
-		return
+		return f
 	}
 
 	// Wait until the signal is seen pending on the thread (it arrived and
@@ -332,15 +340,21 @@ func probeWaitKillable(sf *SeccompFeatures, deadline time.Time, ppid int, canCon
 		if err != nil {
 			f.Detail = fmt.Sprintf("not probed: %v", err)
 			_ = answer(t, n, resp)
-			return
+			return f
 		}
 		if !pending {
 			time.Sleep(time.Millisecond)
 		}
 	}
 	if !stale && pending {
-		// Pending was seen first; the id must still be valid now.
+		// A signal is also briefly pending on its way to interrupting an
+		// interruptible wait; only one still pending, with the id still
+		// valid, a while later proves the wait was killable.
+		time.Sleep(20 * time.Millisecond)
 		stale = notifIDValid(t.listener, n.ID) != nil
+		if still, err := threadSignalPending(t.tid, unix.SIGURG); err == nil && !still && !stale {
+			pending = false
+		}
 	}
 
 	switch {
@@ -351,12 +365,12 @@ func probeWaitKillable(sf *SeccompFeatures, deadline time.Time, ppid int, canCon
 			_, _ = t.result(deadline)
 		}
 	case !pending:
-		f.Detail = "undetermined: the signal sent to the notifying thread was never seen pending"
+		f.Detail = "undetermined: the signal sent to the notifying thread was not seen staying pending"
 		_ = answer(t, n, resp)
 	default:
 		if err := answer(t, n, resp); err != nil {
 			f.Detail = fmt.Sprintf("flag accepted, the signal stayed pending, but answering: %v", err)
-			return
+			return f
 		}
 		r, err := t.result(deadline)
 		if err == nil {
@@ -364,10 +378,11 @@ func probeWaitKillable(sf *SeccompFeatures, deadline time.Time, ppid int, canCon
 		}
 		if err != nil {
 			f.Detail = fmt.Sprintf("flag accepted, but after the answer: %v", err)
-			return
+			return f
 		}
-		*f = Feature{Supported: true, Detail: "a SIGURG sent after the notification was received stayed pending; the notification stayed valid and was answered"}
+		f = Feature{Supported: true, Detail: "a SIGURG sent after the notification was received stayed pending; the notification stayed valid and was answered"}
 	}
+	return f
 }
 
 // answer sends resp for notification n.

@@ -1,17 +1,12 @@
 package doctor
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 )
-
-// ErrUnsupported is returned by callers (the doctor command) when a report
-// has at least one failing check: cordon cannot run on this host as it is.
-var ErrUnsupported = errors.New("this host cannot run cordon")
 
 // Status is the verdict of one check.
 type Status string
@@ -157,18 +152,34 @@ func (r Report) WriteText(w io.Writer) error {
 		return fmt.Errorf("writing report table: %w", err)
 	}
 
-	var b strings.Builder
-	first := true
+	// Rows that share a fix (several features behind one EBUSY, say) are
+	// listed once, under all their names.
+	type fixGroup struct {
+		names []string
+		fix   string
+	}
+	var groups []*fixGroup
+	byFix := map[string]*fixGroup{}
 	for _, c := range r.Checks {
 		if c.Status == StatusOK || c.Fix == "" {
 			continue
 		}
-		if first {
-			b.WriteString("\nTo fix:\n")
-			first = false
+		name := fmt.Sprintf("%s (%s)", c.Name, c.Status)
+		if g, ok := byFix[c.Fix]; ok {
+			g.names = append(g.names, name)
+			continue
 		}
-		fmt.Fprintf(&b, "  %s (%s):\n", c.Name, c.Status)
-		for _, line := range strings.Split(c.Fix, "\n") {
+		g := &fixGroup{names: []string{name}, fix: c.Fix}
+		byFix[c.Fix] = g
+		groups = append(groups, g)
+	}
+	var b strings.Builder
+	if len(groups) > 0 {
+		b.WriteString("\nTo fix:\n")
+	}
+	for _, g := range groups {
+		fmt.Fprintf(&b, "  %s:\n", strings.Join(g.names, ", "))
+		for _, line := range strings.Split(g.fix, "\n") {
 			fmt.Fprintf(&b, "      %s\n", line)
 		}
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 
+	"github.com/cordon-sandbox/cordon/doctor"
 	"github.com/cordon-sandbox/cordon/runner"
 )
 
@@ -15,6 +16,8 @@ func main() {
 		switch os.Args[1] {
 		case runner.InitArg:
 			os.Exit(runner.InitMain())
+		case doctor.ProbeArg:
+			os.Exit(doctor.ProbeMain())
 		}
 	}
 	os.Exit(run(os.Args[1:]))

@@ -89,6 +89,6 @@ command was denied or is not executable; 127 if it was not found; 124 on
 	root.Flags().SetInterspersed(false)
 	addRunFlags(root.Flags(), opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(newRunCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newDoctorCmd(), newVersionCmd())
 	return root
 }
