@@ -121,6 +121,11 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
 	}
+	// Subscribe before anything starts: a signal that arrives while the
+	// sandbox starts is kept and forwarded once the command exists.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
 	conn, err := l.start(exe)
 	if err != nil {
 		return Result{}, err
@@ -182,7 +187,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	}
 	l.stderr.passThrough()
 	l.log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", l.initPgrp)
-	res, err := l.wait(ctx, conn)
+	res, err := l.wait(ctx, conn, sigs)
 	t0 := time.Now()
 	l.teardown()
 	l.log.Debug("teardown", "took", time.Since(t0))
@@ -298,7 +303,13 @@ func (l *launch) setupFailed(cause error) error {
 }
 
 // wait runs until the command exits, relaying signals and job control.
-func (l *launch) wait(ctx context.Context, conn *frameConn) (Result, error) {
+// forwardedSignals reach the command's process group. SIGINT, SIGTERM and
+// SIGHUP escalate to SIGKILL of the whole sandbox the second time. SIGURG is
+// never among them: the Go runtime uses it for preemption.
+var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+
+func (l *launch) wait(ctx context.Context, conn *frameConn, sigs <-chan os.Signal) (Result, error) {
 	msgs := make(chan initMsg, 4)
 	go func() {
 		defer close(msgs)
@@ -310,11 +321,6 @@ func (l *launch) wait(ctx context.Context, conn *frameConn) (Result, error) {
 			msgs <- m
 		}
 	}()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
-		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
-	defer signal.Stop(sigs)
-
 	var timeout, grace <-chan time.Time
 	if l.o.Timeout > 0 {
 		t := time.NewTimer(l.o.Timeout)
