@@ -1,0 +1,219 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cordonBin is the binary under test, built once by TestMain.
+var cordonBin string
+
+// raceEnv configures the race detector built into cordonBin: no 1 s sleep at
+// exit, and a detected race fails the run with exit code 66.
+const raceEnv = "GORACE=atexit_sleep_ms=0 halt_on_error=1 exitcode=66"
+
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cordon-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cordonBin = filepath.Join(dir, "cordon")
+	build := exec.Command("go", "build", "-race", "-o", cordonBin, "../cmd/cordon")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building cordon:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// inCI reports whether capability skips must fail (CI=true).
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// skipOrFail skips with the reason, or fails under CI, where a skipped
+// capability would let CI pass without testing anything.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if inCI() {
+		t.Fatalf("capability missing under CI=true: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		skipOrFail(t, "bubblewrap not installed (make deps)")
+	}
+}
+
+func requireSeccompNotify(t *testing.T) {
+	t.Helper()
+	requireBwrap(t)
+	probe := exec.Command(cordonBin, "--", "/bin/true")
+	probe.Env = append(os.Environ(), raceEnv)
+	out, err := probe.CombinedOutput()
+	if err != nil {
+		skipOrFail(t, "cordon cannot run on this host (seccomp notify/user namespaces): %v: %s", err, out)
+	}
+}
+
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		skipOrFail(t, "%s not installed", name)
+	}
+	return p
+}
+
+// result is one finished cordon run.
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+// runOpts tunes runCordon.
+type runOpts struct {
+	dir     string
+	stdin   string
+	env     []string
+	timeout time.Duration
+}
+
+// cordon runs the binary with args in a fresh temporary working directory.
+func cordon(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCordon(t, runOpts{}, args...)
+}
+
+func runCordon(t *testing.T, o runOpts, args ...string) result {
+	t.Helper()
+	if o.timeout == 0 {
+		o.timeout = 30 * time.Second
+	}
+	if o.dir == "" {
+		o.dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cordonBin, args...)
+	cmd.Dir = o.dir
+	cmd.Env = append(append(os.Environ(), raceEnv), o.env...)
+	cmd.Stdin = strings.NewReader(o.stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("cordon %q did not finish within %v\nstdout: %s\nstderr: %s", args, o.timeout, r.stdout, r.stderr)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		require.NoError(t, err)
+	}
+	return r
+}
+
+// writeScript writes an executable shell script into dir.
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	return p
+}
+
+// sandboxLeftovers lists live processes started from the binary under test
+// or bubblewrap processes whose parent is gone, i.e. anything a run leaked.
+func sandboxLeftovers(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if strings.Contains(string(stat), ") Z ") {
+			continue // a zombie of some other test harness; not ours to reap
+		}
+		if exe == cordonBin || strings.HasSuffix(exe, "/bwrap") {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	return out
+}
+
+// requireNoLeftovers fails when a sandbox process outlived its run. Leftovers
+// get a short moment to finish dying after SIGKILL.
+func requireNoLeftovers(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		left := sandboxLeftovers(t)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox processes left behind:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// assertNoProcess fails when a live process's command line contains cmd.
+func assertNoProcess(t *testing.T, cmd string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		found := ""
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil {
+				continue
+			}
+			if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), cmd) {
+				found = e.Name()
+			}
+		}
+		if found == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %q (pid %s) is still running", cmd, found)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,56 @@
+package tests
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCommandHasNoCapabilities(t *testing.T) {
+	requireSeccompNotify(t)
+	r := cordon(t, "--", "sh", "-c", "grep -E '^Cap(Eff|Prm|Amb)' /proc/self/status; mount -o remount,rw / 2>/dev/null && echo REMOUNTED; true")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "CapEff:\t0000000000000000")
+	assert.Contains(t, r.stdout, "CapPrm:\t0000000000000000")
+	assert.NotContains(t, r.stdout, "REMOUNTED")
+}
+
+func TestControlChannelIsUnreachable(t *testing.T) {
+	requireSeccompNotify(t)
+	// The init (pid 2 in the sandbox) holds cordon's control socket. The
+	// command must not be able to reach it through /proc or ptrace.
+	python := requireTool(t, "python3")
+	script := strings.Join([]string{
+		`ls -l /proc/2/fd/ 2>&1 | grep -q 'Permission denied' && echo fds-hidden`,
+		`cat /proc/2/environ >/dev/null 2>&1 || echo environ-hidden`,
+		`exec 9<>/proc/2/fd/3 2>/dev/null && echo OPENED-CONTROL || echo control-unreachable`,
+		python + ` -c 'import ctypes,sys; l=ctypes.CDLL(None); sys.exit(0 if l.ptrace(16,2,0,0)!=0 else 1)' && echo ptrace-refused`,
+	}, "; ")
+	r := cordon(t, "--", "bash", "-c", script)
+	for _, want := range []string{"fds-hidden", "environ-hidden", "control-unreachable", "ptrace-refused"} {
+		assert.Contains(t, r.stdout, want, "stderr: %s", r.stderr)
+	}
+	assert.NotContains(t, r.stdout, "OPENED-CONTROL")
+}
+
+func TestDoctorOnThisHost(t *testing.T) {
+	requireSeccompNotify(t)
+	r := cordon(t, "doctor")
+	require.Equal(t, 0, r.code, "doctor must pass where cordon runs:\n%s%s", r.stdout, r.stderr)
+	for _, row := range []string{"kernel", "seccomp-notify", "notify-continue", "wait-killable-recv", "fd-sync-wake-up", "notify-listener", "userns", "bwrap", "ptrace", "wsl"} {
+		assert.Regexp(t, `(?m)^`+row+`\s+(ok|warn)\s`, r.stdout)
+	}
+	assert.Contains(t, r.stdout, "cordon can run on this host.")
+
+	js := cordon(t, "doctor", "--json")
+	require.Equal(t, 0, js.code, js.stderr)
+	assert.Contains(t, js.stdout, `"checks"`)
+
+	// Inside cordon a second notify listener cannot be installed (EBUSY):
+	// doctor says so and fails.
+	nested := cordon(t, "--", cordonBin, "doctor")
+	assert.Equal(t, 1, nested.code, nested.stdout+nested.stderr)
+	assert.Regexp(t, `(?m)^notify-listener\s+FAIL\s`, nested.stdout)
+}
