@@ -23,7 +23,6 @@ var cordonBin string
 // exit, and a detected race fails the run with exit code 66.
 const raceEnv = "GORACE=atexit_sleep_ms=0 halt_on_error=1 exitcode=66"
 
-
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "cordon-it-")
 	if err != nil {
