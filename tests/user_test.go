@@ -30,18 +30,18 @@ func TestRunsAsUnprivilegedUser(t *testing.T) {
 	copyFile(t, cordonBin, bin, 0o755)
 	work := filepath.Join(dir, "work")
 	require.NoError(t, os.Mkdir(work, 0o777))
+	require.NoError(t, os.Chmod(work, 0o777)) // Mkdir applied the umask
 
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
 		"--deny", "ls", "--", "sh", "-c", `id -u; grep CapEff /proc/self/status; echo hi > f && cat f; ls; echo rc=$?`)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), raceEnv, "HOME="+work)
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
-	var stderr string
-	if ee, ok := err.(*exec.ExitError); ok {
-		stderr = string(ee.Stderr)
-	}
+	stderr := errBuf.String()
 	require.NoError(t, err, "stderr: %s", stderr)
-	assert.Equal(t, "65534\nCapEff:\t0000000000000000\nhi\nrc=126\n", string(out))
+	assert.Equal(t, "65534\nCapEff:\t0000000000000000\nhi\nrc=126\n", string(out), "stderr: %s", stderr)
 	b, err := os.ReadFile(filepath.Join(work, "f"))
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(b))
