@@ -90,5 +90,15 @@ command was denied or is not executable; 127 if it was not found; 124 on
 	addRunFlags(root.Flags(), opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(newRunCmd(), newDoctorCmd(), newVersionCmd())
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Example = `  # Load completions in the current bash session
+  source <(cordon completion bash)
+
+  # Install them for every zsh session
+  cordon completion zsh > "${fpath[1]}/_cordon"`
+		}
+	}
 	return root
 }
