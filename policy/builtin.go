@@ -1,21 +1,41 @@
 package policy
 
-// builtinDeny lists destructive system commands that no agent workload needs:
-// powering the machine off, rewriting disks and partition tables, and loading
-// kernel code. It applies unless the user opts out (--no-defaults).
-var builtinDeny = []string{
-	"shutdown", "reboot", "halt", "poweroff",
-	"systemctl poweroff", "systemctl reboot", "systemctl halt", "systemctl kexec",
-	"init 0", "init 6", "telinit 0", "telinit 6",
-	"mkfs", "mke2fs", "mkswap", "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "wipefs",
-	"insmod", "rmmod", "modprobe", "kexec",
+// builtinDeny is the built-in deny list: destructive system commands that no
+// agent workload needs. Each entry says why it is here; the README lists
+// them. It applies unless the policy sets "defaults: false" (or
+// --no-defaults). A rule naming a program by a glob (mkfs.*) matches the
+// executable's name only; the literal names next to it are also recognised
+// under other names through file identity.
+var builtinDeny = []struct{ pattern, why string }{
+	// Power state: stopping or restarting the machine ends everyone's work.
+	{"{shutdown,reboot,halt,poweroff}", "powers off or restarts the machine"},
+	{"systemctl {poweroff,reboot,halt,kexec,suspend,hibernate,hybrid-sleep,soft-reboot,rescue,emergency}",
+		"changes the machine's power state or drops it to single-user mode"},
+	{"{init,telinit} {0,1,6,s,S}", "changes the runlevel: halt, single-user or reboot"},
+	// Disks and filesystems: these destroy data on whole devices.
+	{"{mkfs,mkfs.*,mke2fs,mkswap,mkdosfs,mkntfs}", "creates a filesystem, erasing the device"},
+	{"{fdisk,sfdisk,cfdisk,gdisk,sgdisk,parted}", "rewrites partition tables"},
+	{"{wipefs,blkdiscard}", "erases filesystem signatures or discards every block of a device"},
+	{"dd of=/dev/" + blockDevices, "writes raw data over a block device"},
+	{"shred /dev/" + blockDevices, "overwrites a block device"},
+	// Kernel: loading code into the kernel or replacing it.
+	{"{insmod,rmmod,modprobe}", "loads or unloads kernel modules"},
+	{"kexec", "boots another kernel in place of the running one"},
+	// Containers with the host's privileges: an escape from any sandbox.
+	{"{docker,podman} run --privileged", "runs a container with full access to the host"},
+	{"{docker,podman} run {-v,--volume}=/:*", "mounts the host's root filesystem into a container"},
 }
 
-// Builtin returns the built-in deny rules.
+// blockDevices matches the names of disk-like devices under /dev, leaving
+// out /dev/null, /dev/zero, /dev/stdout and the like that dd and shred are
+// routinely pointed at.
+const blockDevices = "{sd*,hd*,vd*,xvd*,nvme*,mmcblk*,dm-*,md*,loop*,mapper/*,disk/*,mtd*,sr*,nbd*,zd*}"
+
+// Builtin returns the built-in deny rules, in order.
 func Builtin() []Rule {
 	rules := make([]Rule, len(builtinDeny))
-	for i, p := range builtinDeny {
-		rules[i] = Rule{Decision: Deny, Pattern: p, Source: "builtin"}
+	for i, b := range builtinDeny {
+		rules[i] = Rule{Decision: Deny, Pattern: b.pattern, Message: b.why, Source: "builtin"}
 	}
 	return rules
 }

@@ -108,7 +108,7 @@ func splitWords(s string) ([]word, error) {
 // quoteWord renders one argv element or list-form rule word so that
 // splitWords reads it back as a single word. Backslashes are kept as they
 // are (they escape metacharacters in both forms); blanks and quotes are
-// escaped; an empty word becomes ''.
+// escaped; an empty word becomes ”.
 func quoteWord(s string) string {
 	if s == "" {
 		return "''"

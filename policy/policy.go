@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -50,13 +51,19 @@ func ParseDecision(s string) (Decision, error) {
 type Rule struct {
 	Decision Decision
 	// Pattern is the rule's text, e.g. "git push". Its first word names a
-	// program; the remaining words are matched against the arguments.
+	// program; the remaining words are matched against the arguments. See
+	// the package documentation for the syntax.
 	Pattern string
-	// Message, when set, is shown to the user instead of the bare rule.
+	// Message, when set, is shown to the user with the rule.
 	Message string
 	// Source says where the rule came from: "--deny", "builtin",
-	// "cordon.yaml:7". It is reported in audit records.
+	// "cordon.yaml:7". It is the rule's id in audit records.
 	Source string
+	// Override marks an allow rule that wins over deny and ask rules
+	// instead of losing to them. Only fence configs produce such rules
+	// (fence's command.allow "overrides a matching deny rule"); cordon's own
+	// format always uses strictest-wins.
+	Override bool
 }
 
 // String renders the rule as it appears in a denial line: deny "git push".
@@ -64,15 +71,27 @@ func (r *Rule) String() string {
 	return fmt.Sprintf("%s %q", r.Decision, r.Pattern)
 }
 
-// Config is an uncompiled policy: the rules in order and what happens when
-// none of them matches.
+// Example is an argv with the decision the policy must reach for it. A
+// policy whose examples do not hold fails to compile.
+type Example struct {
+	Decision Decision
+	// Argv is the example command line; Argv[0] names the program.
+	Argv []string
+	// Source says where the example was written, e.g. "cordon.yaml:12".
+	Source string
+}
+
+// Config is an uncompiled policy: the rules in order, what happens when
+// none of them matches, and examples that must hold.
 type Config struct {
 	// Default is the decision when no rule matches.
 	Default Decision
 	// Builtins, when true, adds the built-in deny list of destructive
-	// system commands (see Builtin).
+	// system commands (see Builtin) ahead of Rules.
 	Builtins bool
 	Rules    []Rule
+	// Examples are checked by Compile.
+	Examples []Example
 }
 
 // Exec describes one exec being decided. The supervisor fills it in from the
@@ -83,9 +102,15 @@ type Exec struct {
 	Argv []string
 	// Path is the path argument as the caller passed it.
 	Path string
-	// Resolved is the absolute path of the executable in the sandbox's view,
-	// or empty when it could not be resolved.
+	// Resolved is the absolute, clean path of the executable in the
+	// sandbox's view, or empty when it could not be resolved.
 	Resolved string
+	// File identifies the executable's file; it is meaningful only when
+	// Known is true. It lets Decide recognise a program under another name
+	// (see Files).
+	File FileID
+	// Known reports whether File is filled in.
+	Known bool
 }
 
 // Program returns the path the exec runs: Resolved when known, else Path.
@@ -103,8 +128,8 @@ type Result struct {
 	Rule *Rule
 }
 
-// RuleText describes the deciding rule for humans: deny "git push", or
-// "default deny" when no rule matched.
+// RuleText describes the deciding rule for humans: deny "git push",
+// deny "git push": <message>, or "default deny" when no rule matched.
 func (r Result) RuleText() string {
 	if r.Rule == nil {
 		return "default " + r.Decision.String()
@@ -118,35 +143,222 @@ func (r Result) RuleText() string {
 // ErrEmptyRule is returned by Compile for a rule with no words.
 var ErrEmptyRule = errors.New("empty rule")
 
-// Policy is a compiled, immutable policy.
+// ExampleError reports an example whose decision differs from the one the
+// policy reaches. Compile returns one per failing example, joined.
+type ExampleError struct {
+	Example Example
+	Got     Result
+}
+
+func (e *ExampleError) Error() string {
+	src := e.Example.Source
+	if src == "" {
+		src = "example"
+	}
+	return fmt.Sprintf("%s: example %s: got %s (%s), want %s",
+		src, quoteArgv(e.Example.Argv), e.Got.Decision, e.Got.RuleText(), e.Example.Decision)
+}
+
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = quoteWord(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// Policy is a compiled, immutable policy, safe for concurrent use.
 type Policy struct {
 	def   Decision
-	rules []compiled
+	rules []Rule
+	// matchers holds one compiled matcher per rule and per distinct
+	// option table among the rule's program alternatives.
+	matchers []matcher
+	// byName indexes matchers by literal program name.
+	byName map[string]*progRules
+	// globs holds programs named by a glob on the executable's name.
+	globs []progGlob
+	// paths holds programs named by an absolute path or path glob.
+	paths []progGlob
+	// ident lists what Files.Lookup is asked about, with the matchers to
+	// run when the executable is the same file.
+	ident []identEntry
+	// files, when set by WithFiles, gives access to file identity.
+	files Files
 }
 
-type compiled struct {
-	rule    *Rule
-	program string
-	args    []string
+// progRules are the matchers of one program name, indexed a second time by
+// the subcommand they require, so that Decide runs only the rules for the
+// exec's program and subcommand.
+type progRules struct {
+	tool  *tool
+	all   []int32
+	bySub map[string][]int32
+	other []int32 // matchers that do not require one literal subcommand
 }
 
-// Compile checks and compiles cfg.
-func Compile(cfg Config) (*Policy, error) {
-	p := &Policy{def: cfg.Default}
-	var all []Rule
-	if cfg.Builtins {
-		all = append(all, Builtin()...)
+func (pr *progRules) add(m int32, ms []matcher) {
+	if n := len(pr.all); n > 0 && pr.all[n-1] == m {
+		return
 	}
-	all = append(all, cfg.Rules...)
-	for i := range all {
-		r := all[i]
-		words := strings.Fields(r.Pattern)
-		if len(words) == 0 {
-			return nil, fmt.Errorf("rule %d from %s: %w", i+1, r.Source, ErrEmptyRule)
+	pr.all = append(pr.all, m)
+	subs := ms[m].subKey()
+	if subs == nil {
+		pr.other = append(pr.other, m)
+		return
+	}
+	if pr.bySub == nil {
+		pr.bySub = map[string][]int32{}
+	}
+	for _, s := range subs {
+		pr.bySub[s] = appendOnce(pr.bySub[s], m)
+	}
+}
+
+type progGlob struct {
+	g        glob
+	matchers []int32
+	tool     *tool
+}
+
+type identEntry struct {
+	name     string // as passed to Files.Lookup
+	matchers []int32
+	max      rank
+}
+
+// Compile checks and compiles cfg: built-in rules first (when enabled),
+// then cfg.Rules in order. It then decides every example and fails if one
+// does not hold, returning an *ExampleError per failing example.
+func Compile(cfg Config) (*Policy, error) {
+	p := &Policy{def: cfg.Default, byName: map[string]*progRules{}}
+	if cfg.Default > Deny {
+		return nil, fmt.Errorf("invalid default %s", cfg.Default)
+	}
+	if cfg.Builtins {
+		p.rules = append(p.rules, Builtin()...)
+	}
+	p.rules = append(p.rules, cfg.Rules...)
+	type nameRef struct {
+		name string
+		m    int32
+	}
+	var names []nameRef
+	globIdx := map[string]int{}
+	pathIdx := map[string]int{}
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.Decision > Deny {
+			return nil, fmt.Errorf("%s: invalid decision %s", sourceOf(r), r.Decision)
 		}
-		p.rules = append(p.rules, compiled{rule: &r, program: words[0], args: words[1:]})
+		progs, ms, err := compileRule(r, int32(i))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s %q: %w", sourceOf(r), r.Decision, r.Pattern, err)
+		}
+		for _, pr := range progs {
+			m := int32(len(p.matchers)) + int32(pr.matcher)
+			switch {
+			case pr.path:
+				j, ok := pathIdx[pr.g.String()]
+				if !ok {
+					j = len(p.paths)
+					pathIdx[pr.g.String()] = j
+					p.paths = append(p.paths, progGlob{g: pr.g, tool: ms[pr.matcher].tool})
+				}
+				p.paths[j].matchers = appendOnce(p.paths[j].matchers, m)
+			case !pr.g.isLit():
+				j, ok := globIdx[pr.g.String()]
+				if !ok {
+					j = len(p.globs)
+					globIdx[pr.g.String()] = j
+					p.globs = append(p.globs, progGlob{g: pr.g, tool: ms[pr.matcher].tool})
+				}
+				p.globs[j].matchers = appendOnce(p.globs[j].matchers, m)
+			default:
+				names = append(names, nameRef{pr.g.lit, m})
+				for _, n := range programAliases[pr.g.lit] {
+					names = append(names, nameRef{n, m})
+				}
+			}
+		}
+		p.matchers = append(p.matchers, ms...)
+	}
+	for _, nr := range names {
+		pr := p.byName[nr.name]
+		if pr == nil {
+			pr = &progRules{tool: toolFor(nr.name)}
+			p.byName[nr.name] = pr
+		}
+		pr.add(nr.m, p.matchers)
+	}
+	p.buildIdent()
+	var errs []error
+	for _, ex := range cfg.Examples {
+		if len(ex.Argv) == 0 {
+			errs = append(errs, fmt.Errorf("%s: example has no argv", ex.Source))
+			continue
+		}
+		got := p.Decide(&Exec{Argv: ex.Argv, Path: ex.Argv[0], Resolved: ex.Argv[0]})
+		if got.Decision != ex.Decision {
+			errs = append(errs, &ExampleError{Example: ex, Got: got})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+func sourceOf(r *Rule) string {
+	if r.Source == "" {
+		return "rule"
+	}
+	return r.Source
+}
+
+func appendOnce(s []int32, v int32) []int32 {
+	if len(s) > 0 && s[len(s)-1] == v {
+		return s
+	}
+	return append(s, v)
+}
+
+// buildIdent lists the names and paths that identity matching asks Files
+// about. A bare "*" program is left out: it already matches every name.
+func (p *Policy) buildIdent() {
+	add := func(name string, ms []int32) {
+		e := identEntry{name: name, matchers: ms, max: rankNone}
+		for _, m := range ms {
+			if r := p.matchers[m].rank; r > e.max {
+				e.max = r
+			}
+		}
+		p.ident = append(p.ident, e)
+	}
+	names := make([]string, 0, len(p.byName))
+	for n := range p.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add(n, p.byName[n].all)
+	}
+	for _, g := range p.globs {
+		if strings.Trim(g.g.String(), "*") != "" {
+			add(g.g.String(), g.matchers)
+		}
+	}
+	for _, g := range p.paths {
+		add(g.g.String(), g.matchers)
+	}
+}
+
+// WithFiles returns a copy of p that recognises programs by file identity
+// through f (see Files). The copy shares p's compiled rules.
+func (p *Policy) WithFiles(f Files) *Policy {
+	q := *p
+	q.files = f
+	return &q
 }
 
 // Default returns the decision applied when no rule matches.
@@ -155,39 +367,69 @@ func (p *Policy) Default() Decision { return p.def }
 // Rules returns the policy's rules in evaluation order, built-ins first.
 func (p *Policy) Rules() []Rule {
 	out := make([]Rule, len(p.rules))
-	for i, c := range p.rules {
-		out[i] = *c.rule
-	}
+	copy(out, p.rules)
 	return out
 }
 
-// Decide evaluates e. The strictest matching rule wins; among rules of equal
-// strictness the first one is reported.
-func (p *Policy) Decide(e *Exec) Result {
-	best := Result{Decision: p.def}
-	matched := false
-	name := path.Base(e.Program())
-	for i := range p.rules {
-		c := &p.rules[i]
-		if c.program != name || !hasPrefix(e.Argv, c.args) {
-			continue
-		}
-		if !matched || c.rule.Decision > best.Decision {
-			best = Result{Decision: c.rule.Decision, Rule: c.rule}
-			matched = true
+// Programs returns, sorted, every name the policy may pass to
+// Files.Lookup: the program names its rules refer to (bare names, possibly
+// with glob metacharacters), the absolute paths and path globs its rules
+// refer to, the dynamic loader locations (so a renamed loader is still
+// unwrapped) and the multi-call binaries busybox and toybox. The supervisor
+// can resolve these once up front and keep the results cached.
+func (p *Policy) Programs() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
 		}
 	}
-	return best
+	for _, e := range p.ident {
+		add(e.name)
+	}
+	for _, s := range loaderPaths {
+		add(s)
+	}
+	for _, s := range multiCall {
+		add(s)
+	}
+	sort.Strings(out)
+	return out
 }
 
-func hasPrefix(argv, args []string) bool {
-	if len(argv) < len(args)+1 {
-		return false
+// Decide evaluates e. The strictest matching rule wins (deny over ask over
+// allow; a fence override allow over all three); among matching rules of
+// equal strictness the earliest in policy order is reported. Rules reached
+// only through file identity (see Files) are consulted only when they could
+// make the decision stricter. When no rule matches, the policy's default
+// applies. Decide does not allocate in the common case (an argv of up to 32
+// words that needs no rewriting) and is safe for concurrent use.
+func (p *Policy) Decide(e *Exec) Result {
+	d := decider{p: p, top: e, best: rankNone}
+	d.exec(e, 0)
+	if d.best == rankNone {
+		return Result{Decision: p.def}
 	}
-	for i, a := range args {
-		if argv[i+1] != a {
-			return false
-		}
+	r := &p.rules[d.rule]
+	return Result{Decision: r.Decision, Rule: r}
+}
+
+// baseName is path.Base without its special cases for "" and "/", which
+// name no program.
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
 	}
-	return true
+	return p
+}
+
+// cleanAbs cleans p when it is absolute; path.Clean does not allocate when
+// p is already clean.
+func cleanAbs(p string) string {
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	return p
 }

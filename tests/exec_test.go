@@ -94,7 +94,7 @@ func TestBuiltinDenyList(t *testing.T) {
 	r := runCordon(t, runOpts{dir: dir, env: env}, "--", "sh", "-c", "reboot now; echo rc=$?")
 	assert.NotContains(t, r.stdout, "reboot ran")
 	assert.Contains(t, r.stdout, "rc=126")
-	assert.Contains(t, r.stderr, `cordon: denied: reboot now (rule: deny "reboot")`)
+	assert.Contains(t, r.stderr, `cordon: denied: reboot now (rule: deny "{shutdown,reboot,halt,poweroff}": powers off or restarts the machine)`)
 
 	r = runCordon(t, runOpts{dir: dir, env: env}, "--no-defaults", "--", "sh", "-c", "reboot now")
 	assert.Equal(t, 0, r.code, r.stderr)

@@ -1,0 +1,356 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// rank orders matched rules: strictest wins, and a fence override allow
+// wins over everything.
+type rank int8
+
+const (
+	rankNone rank = iota - 1
+	rankAllow
+	rankAsk
+	rankDeny
+	rankOverride
+)
+
+func rankOf(r *Rule) rank {
+	switch {
+	case r.Override && r.Decision == Allow:
+		return rankOverride
+	case r.Decision == Deny:
+		return rankDeny
+	case r.Decision == Ask:
+		return rankAsk
+	}
+	return rankAllow
+}
+
+// matcher is a rule's argument pattern compiled for one option table.
+type matcher struct {
+	rule int32
+	rank rank
+	// liberal is set for deny and ask rules: they match every spelling a
+	// program would accept (abbreviated long options, clustered short
+	// options, abbreviated subcommands, extra words between positional
+	// words). Allow rules match only what is written.
+	liberal bool
+	tool    *tool
+	pos     []posPat
+	segs    []segment // pos split at the places words may be skipped
+	opts    []optPat
+	keys    []keyPat
+}
+
+// segment is a run of positional patterns [from, to) that must match
+// consecutive positional words; gap says words may be skipped before it.
+type segment struct {
+	from, to int
+	gap      bool
+}
+
+// subKey returns the literal subcommands m requires, or nil when m can match
+// whatever the subcommand is (or is not indexable: an abbreviable or glob
+// subcommand, a leading "...", no positional word).
+func (m *matcher) subKey() []string {
+	if !m.tool.sub || len(m.pos) == 0 || len(m.segs) == 0 || m.segs[0].gap || (m.liberal && m.tool.abbrevSub) {
+		return nil
+	}
+	var out []string
+	for i := range m.pos[0].alts {
+		g := &m.pos[0].alts[i]
+		if !g.isLit() {
+			return nil
+		}
+		out = append(out, g.lit)
+	}
+	return out
+}
+
+// segment computes m.segs. Allow rules skip words only where "..." is
+// written. Deny and ask rules may skip words anywhere except before the
+// subcommand of a program with subcommands.
+func (m *matcher) segment() {
+	m.segs = nil
+	for i := range m.pos {
+		gap := m.pos[i].gap || (m.liberal && (i > 0 || !m.tool.sub))
+		if i == 0 || gap {
+			m.segs = append(m.segs, segment{from: i, to: i + 1, gap: gap})
+			continue
+		}
+		m.segs[len(m.segs)-1].to = i + 1
+	}
+}
+
+// posPat is one positional word of a pattern.
+type posPat struct {
+	alts []glob
+	gap  bool // preceded by "...": any number of positional words may come first
+}
+
+// optPat is one option word of a pattern; any alternative may match.
+type optPat struct {
+	alts []optAlt
+}
+
+type optAlt struct {
+	name glob // including leading dashes: "--force", "-f"
+	// short is set for "-x": one dash and one character.
+	short bool
+	// letters holds the letters of a single-dash word of several letters
+	// ("-rf") for programs whose short options cluster.
+	letters string
+	hasVal  bool   // written as --opt=value, or with a table-known value
+	vals    []glob // value alternatives; empty with hasVal means any value
+}
+
+// keyPat is a KEY=VALUE test: some word KEY=... with a matching value.
+type keyPat struct {
+	key  string // including the '='
+	vals []glob // empty means any value
+}
+
+// progRef is one program alternative of a rule.
+type progRef struct {
+	g       glob
+	path    bool // absolute path or path glob
+	matcher int  // index into the rule's matchers
+}
+
+// compileRule compiles r (rule index i in the policy) into its program
+// alternatives and one matcher per distinct option table.
+func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
+	words, err := splitWords(r.Pattern)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(words) == 0 {
+		return nil, nil, ErrEmptyRule
+	}
+	progWords, err := expand(words[0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("program: %w", err)
+	}
+	var (
+		refs []progRef
+		ms   []matcher
+		byT  = map[*tool]int{}
+	)
+	for _, pw := range progWords {
+		ref, t, err := compileProgram(pw)
+		if err != nil {
+			return nil, nil, err
+		}
+		j, ok := byT[t]
+		if !ok {
+			m, err := compileArgs(words[1:], t)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.rule = i
+			m.rank = rankOf(r)
+			m.liberal = m.rank == rankDeny || m.rank == rankAsk
+			m.segment()
+			j = len(ms)
+			byT[t] = j
+			ms = append(ms, m)
+		}
+		ref.matcher = j
+		refs = append(refs, ref)
+	}
+	return refs, ms, nil
+}
+
+func compileProgram(w word) (progRef, *tool, error) {
+	switch {
+	case w.text == "":
+		return progRef{}, nil, errors.New("empty program name")
+	case w.bare("..."):
+		return progRef{}, nil, errors.New(`"..." cannot name a program`)
+	case strings.HasPrefix(w.text, "-"):
+		return progRef{}, nil, fmt.Errorf("program %q starts with '-' (the first word names a program)", w.text)
+	}
+	g := compileGlob(w, 0, len(w.text))
+	if strings.Contains(w.text, "/") {
+		if !strings.HasPrefix(w.text, "/") {
+			return progRef{}, nil, fmt.Errorf("program path %q is not absolute", w.text)
+		}
+		t := heuristicTool
+		if i := strings.LastIndexByte(w.text, '/'); g.isLit() || noMeta(w, i+1) {
+			t = toolFor(w.text[i+1:])
+		}
+		return progRef{g: g, path: true}, t, nil
+	}
+	t := heuristicTool
+	if g.isLit() {
+		t = toolFor(g.lit)
+	}
+	return progRef{g: g}, t, nil
+}
+
+// noMeta reports whether w has no unquoted * or ? from byte from on.
+func noMeta(w word, from int) bool {
+	for i := from; i < len(w.text); i++ {
+		if w.meta(i, '*') || w.meta(i, '?') {
+			return false
+		}
+	}
+	return true
+}
+
+type wordClass uint8
+
+const (
+	classPos wordClass = iota
+	classOpt
+	classKey
+)
+
+func classify(w word, endOpts bool) wordClass {
+	if endOpts {
+		return classPos
+	}
+	if len(w.text) > 1 && w.text[0] == '-' {
+		return classOpt
+	}
+	if isKeyWord(w.text) {
+		return classKey
+	}
+	return classPos
+}
+
+// isKeyWord reports whether s is KEY=... with KEY a plain name: letters,
+// digits, '_', '.', '-', not starting with '-'.
+func isKeyWord(s string) bool {
+	e := strings.IndexByte(s, '=')
+	if e <= 0 || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < e; i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// compileArgs compiles the words after the program for option table t.
+func compileArgs(words []word, t *tool) (matcher, error) {
+	m := matcher{tool: t}
+	endOpts := false
+	gap := false
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if !endOpts && w.bare("--") {
+			endOpts = true
+			continue
+		}
+		if w.bare("...") {
+			gap = true
+			continue
+		}
+		alts, err := expand(w)
+		if err != nil {
+			return m, err
+		}
+		class := classify(alts[0], endOpts)
+		for _, a := range alts[1:] {
+			if classify(a, endOpts) != class {
+				return m, fmt.Errorf("%q mixes options and words in its alternatives", w.text)
+			}
+		}
+		switch class {
+		case classOpt:
+			var valWord *word
+			// An option the table says takes a value takes the next word
+			// as its value pattern, as the program would; written last,
+			// it only tests presence.
+			if len(alts) == 1 && !strings.Contains(alts[0].text, "=") && t.takesValue(alts[0].text, len(m.pos) == 0) &&
+				i+1 < len(words) && !words[i+1].bare("...") && !words[i+1].bare("--") {
+				i++
+				valWord = &words[i]
+			}
+			op, err := compileOpt(alts, valWord, t)
+			if err != nil {
+				return m, err
+			}
+			m.opts = append(m.opts, op)
+		case classKey:
+			kp := keyPat{key: alts[0].text[:strings.IndexByte(alts[0].text, '=')+1]}
+			for _, a := range alts {
+				e := strings.IndexByte(a.text, '=')
+				if a.text[:e+1] != kp.key {
+					return m, fmt.Errorf("%q: alternatives of a KEY= test must share the key", w.text)
+				}
+				if e+1 < len(a.text) {
+					kp.vals = append(kp.vals, compileGlob(a, e+1, len(a.text)))
+				} else if len(alts) > 1 {
+					return m, fmt.Errorf("%q: a bare KEY= test cannot be an alternative", w.text)
+				}
+			}
+			m.keys = append(m.keys, kp)
+		default:
+			pp := posPat{gap: gap}
+			gap = false
+			for _, a := range alts {
+				g := compileGlob(a, 0, len(a.text))
+				if len(m.pos) == 0 && t.sub && g.isLit() {
+					g.lit = t.canonical(g.lit)
+				}
+				pp.alts = append(pp.alts, g)
+			}
+			m.pos = append(m.pos, pp)
+		}
+	}
+	return m, nil
+}
+
+func compileOpt(alts []word, valWord *word, t *tool) (optPat, error) {
+	var op optPat
+	var vals []glob
+	if valWord != nil {
+		vws, err := expand(*valWord)
+		if err != nil {
+			return op, err
+		}
+		for _, v := range vws {
+			vals = append(vals, compileGlob(v, 0, len(v.text)))
+		}
+	}
+	for _, a := range alts {
+		if t.dashes && strings.HasPrefix(a.text, "--") {
+			a = word{text: a.text[1:], lit: a.lit[1:]}
+		}
+		oa := optAlt{}
+		end := len(a.text)
+		if e := strings.IndexByte(a.text, '='); e >= 0 {
+			end = e
+			oa.hasVal = true
+			if e+1 < len(a.text) {
+				oa.vals = []glob{compileGlob(a, e+1, len(a.text))}
+			}
+		} else if valWord != nil {
+			oa.hasVal = true
+			oa.vals = vals
+		}
+		if end < 2 {
+			return op, fmt.Errorf("option %q has no name", a.text)
+		}
+		oa.name = compileGlob(a, 0, end)
+		if oa.name.isLit() && a.text[1] != '-' && !t.dashes {
+			switch {
+			case end == 2:
+				oa.short = true
+			case t.cluster && !oa.hasVal:
+				oa.letters = a.text[1:end]
+			}
+		}
+		op.alts = append(op.alts, oa)
+	}
+	return op, nil
+}

@@ -1,0 +1,47 @@
+package policy
+
+// FileID identifies a file in the sandbox's view. Dev and Ino say which file
+// it is; Size and MtimeNs let a digest cache notice that a file was
+// rewritten in place.
+type FileID struct {
+	Dev, Ino uint64
+	Size     int64
+	MtimeNs  int64
+}
+
+// Same reports whether a and b are the same file (device and inode).
+func (a FileID) Same(b FileID) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// Files gives Decide what it cannot find out itself, being pure: which files
+// a program name stands for in the sandbox, and what those files contain.
+// The supervisor implements it; a Policy uses it once bound with WithFiles.
+//
+// With Files, a rule naming git also matches an executable that is the same
+// file as a git on the sandbox's PATH (a symlink or hard link under another
+// name) or has the same content as one (a renamed copy). Without Files, or
+// for an Exec whose File is not Known, programs are recognised by the
+// resolved executable's name only.
+//
+// Decide calls Files only when the executable's name and the rules already
+// matched could not settle the decision: it calls Lookup for the names that
+// could still make the decision stricter, compares device and inode, and
+// calls Digest only for files of exactly the executable's size. Both methods
+// are called concurrently from every goroutine that calls Decide, so an
+// implementation must be safe for concurrent use and should answer from a
+// cache: Lookup results can be resolved up front from Policy.Programs.
+type Files interface {
+	// Lookup returns the files name stands for in the sandbox. A bare name
+	// is looked up in every directory of the sandbox's PATH, and every file
+	// found counts, not only the first. An absolute path names that file.
+	// Either may contain the glob metacharacters * and ? (as in
+	// path/filepath.Match), and then every matching file counts. Symlinks
+	// are followed; missing files are left out.
+	Lookup(name string) []FileID
+	// Digest returns a cryptographic hash (SHA-256) of the file's content,
+	// or ok false when the file cannot be read. Implementations should
+	// cache by the whole FileID, so a file rewritten in place (new size or
+	// mtime) is hashed again.
+	Digest(f FileID) (sum [32]byte, ok bool)
+}

@@ -1,0 +1,295 @@
+package policy
+
+import "strings"
+
+// maxStackArgs is how many arguments Decide classifies without allocating.
+const maxStackArgs = 32
+
+// Kinds of arguments, as classified by parseArgs.
+const (
+	kPos  uint8 = iota // a positional word (the subcommand, a file, a ref)
+	kOpt               // an option: -f, --force, --git-dir=x
+	kVal               // the separate value of the preceding option
+	kSkip              // the "--" separator, or a +toolchain selector
+)
+
+// args is an argument list (argv without argv[0]) classified for one
+// option table.
+type args struct {
+	v    []string
+	kind []uint8
+	pos  []int32 // indexes into v of the positional words, in order
+	eq   []int16 // per option word: the index of its first '=', or -1
+	sub  string  // the first positional word, as its canonical subcommand
+}
+
+// parseArgs classifies v for t, appending into the given buffers.
+//
+// Before the first positional word (the subcommand) an option listed in
+// t.before or t.anywhere consumes the next argument as its value; after it,
+// only options listed in t.anywhere do. "--" ends options: every later
+// argument is positional. A word written --opt=value is always one option.
+func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args {
+	beforeSub := true
+	endOpts := false
+	for i := 0; i < len(v); i++ {
+		s := v[i]
+		switch {
+		case endOpts:
+		case s == "--":
+			kind = append(kind, kSkip)
+			eq = append(eq, -1)
+			endOpts = true
+			continue
+		case t.plus && beforeSub && len(s) > 1 && s[0] == '+':
+			kind = append(kind, kSkip)
+			eq = append(eq, -1)
+			continue
+		case len(s) > 1 && s[0] == '-':
+			kind = append(kind, kOpt)
+			e := strings.IndexByte(s, '=')
+			eq = append(eq, int16(min(e, 1<<15-1)))
+			if e < 0 && i+1 < len(v) && t.takesValue(s, beforeSub) {
+				i++
+				kind = append(kind, kVal)
+				eq = append(eq, -1)
+			}
+			continue
+		}
+		kind = append(kind, kPos)
+		eq = append(eq, -1)
+		pos = append(pos, int32(i))
+		beforeSub = false
+	}
+	a := args{v: v, kind: kind, pos: pos, eq: eq}
+	if len(pos) > 0 {
+		a.sub = t.canonical(v[pos[0]])
+	}
+	return a
+}
+
+// match reports whether the classified arguments satisfy m.
+func (m *matcher) match(a *args) bool {
+	if !m.matchPos(a) {
+		return false
+	}
+	for i := range m.opts {
+		if !m.opts[i].match(a, m.tool, m.liberal) {
+			return false
+		}
+	}
+	for i := range m.keys {
+		if !m.keys[i].match(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchPos matches the positional patterns in order, segment by segment.
+// Each segment is placed at its earliest possible position, which is
+// optimal because segments do not interact.
+func (m *matcher) matchPos(a *args) bool {
+	cur := 0
+	for _, sg := range m.segs {
+		n := sg.to - sg.from
+		if sg.gap {
+			found := false
+			for s := cur; s+n <= len(a.pos); s++ {
+				if m.segAt(a, sg, s) {
+					cur, found = s+n, true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+			continue
+		}
+		if cur+n > len(a.pos) || !m.segAt(a, sg, cur) {
+			return false
+		}
+		cur += n
+	}
+	return true
+}
+
+// segAt reports whether segment sg matches positional words from s on.
+func (m *matcher) segAt(a *args, sg segment, s int) bool {
+	for k := sg.from; k < sg.to; k++ {
+		i := s + k - sg.from
+		if i == 0 && m.tool.sub {
+			if !m.pos[k].matchWord(a.sub, m.liberal && m.tool.abbrevSub) {
+				return false
+			}
+			continue
+		}
+		if !m.pos[k].matchWord(a.v[a.pos[i]], false) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchWord matches one word; abbrev also accepts a non-empty prefix of a
+// literal alternative (an abbreviated subcommand).
+func (p *posPat) matchWord(w string, abbrev bool) bool {
+	for i := range p.alts {
+		g := &p.alts[i]
+		if g.match(w) {
+			return true
+		}
+		if abbrev && g.isLit() && w != "" && strings.HasPrefix(g.lit, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *optPat) match(a *args, t *tool, liberal bool) bool {
+	for i := range o.alts {
+		if o.alts[i].match(a, t, liberal) {
+			return true
+		}
+	}
+	return false
+}
+
+// match looks for the option anywhere among the arguments.
+func (o *optAlt) match(a *args, t *tool, liberal bool) bool {
+	if o.letters != "" && liberal && o.clustered(a) {
+		return true
+	}
+	for i, k := range a.kind {
+		if k != kOpt {
+			continue
+		}
+		tok := a.v[i]
+		name, val, hasEq := tok, "", false
+		if e := int(a.eq[i]); e >= 0 {
+			if e == 1<<15-1 {
+				e = strings.IndexByte(tok, '=')
+			}
+			name, val, hasEq = tok[:e], tok[e+1:], true
+		}
+		if t.dashes && strings.HasPrefix(name, "--") {
+			name = name[1:]
+		}
+		if !o.name.match(name) {
+			switch {
+			case o.short && isCluster(tok):
+				// -nVALUE: a short option with its value attached; and, for
+				// deny and ask rules of programs that cluster short options,
+				// -xzf: a cluster containing the letter.
+				cl := liberal && t.cluster
+				j := strings.IndexByte(clusterLetters(tok), o.name.lit[1])
+				if j < 0 || (j > 0 && !cl) {
+					continue
+				}
+				if !o.hasVal {
+					if cl {
+						return true
+					}
+					continue
+				}
+				if rest := strings.TrimPrefix(tok[2+j:], "="); rest != "" {
+					if o.valMatch(rest) {
+						return true
+					}
+				} else if o.nextMatches(a, i) {
+					return true
+				}
+				continue
+			case liberal && t.abbrev && o.name.isLit() && len(name) > 2 && name[1] == '-' && strings.HasPrefix(o.name.lit, name):
+				// --forc for --force: an unambiguous abbreviation to the
+				// program, and an ambiguous one fails there harmlessly.
+			default:
+				continue
+			}
+		}
+		if !o.hasVal {
+			return true
+		}
+		if hasEq {
+			if o.valMatch(val) {
+				return true
+			}
+			continue
+		}
+		if o.nextMatches(a, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextMatches reports whether the argument after option i is a value that
+// matches o.
+func (o *optAlt) nextMatches(a *args, i int) bool {
+	return i+1 < len(a.v) && (a.kind[i+1] == kVal || a.kind[i+1] == kPos) && o.valMatch(a.v[i+1])
+}
+
+func (o *optAlt) valMatch(v string) bool {
+	if len(o.vals) == 0 {
+		return true
+	}
+	for i := range o.vals {
+		if o.vals[i].match(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// clustered reports whether every letter of a "-rf" pattern appears in some
+// single-dash option word (-r -f, -fr, -rfv).
+func (o *optAlt) clustered(a *args) bool {
+	for j := 0; j < len(o.letters); j++ {
+		found := false
+		for i, k := range a.kind {
+			if k == kOpt && isCluster(a.v[i]) && strings.IndexByte(clusterLetters(a.v[i]), o.letters[j]) >= 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// isCluster reports whether s is a single-dash option word.
+func isCluster(s string) bool {
+	return len(s) > 1 && s[0] == '-' && s[1] != '-'
+}
+
+// clusterLetters returns the letters of a single-dash word, before any '='.
+func clusterLetters(s string) string {
+	s = s[1:]
+	if e := strings.IndexByte(s, '='); e >= 0 {
+		s = s[:e]
+	}
+	return s
+}
+
+func (k *keyPat) match(a *args) bool {
+	for i, kd := range a.kind {
+		if kd != kPos && kd != kVal {
+			continue
+		}
+		s := a.v[i]
+		if !strings.HasPrefix(s, k.key) {
+			continue
+		}
+		if len(k.vals) == 0 {
+			return true
+		}
+		for j := range k.vals {
+			if k.vals[j].match(s[len(k.key):]) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,566 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Format names a policy file format.
+type Format string
+
+const (
+	// FormatCordon is cordon's own format (YAML or JSON).
+	FormatCordon Format = "cordon"
+	// FormatFence is a fence config (JSON or JSONC) of which the command
+	// section is used.
+	FormatFence Format = "fence"
+)
+
+// File is a parsed policy file.
+type File struct {
+	// Name is the name the file was parsed under, used in messages.
+	Name   string
+	Format Format
+	Config Config
+	// Warnings lists parts of the file that were understood but have no
+	// effect in cordon (a fence config's network section, say).
+	Warnings []string
+}
+
+// ParseError is a problem in a policy file, at a line (0 when unknown).
+type ParseError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// Parse parses a policy file: cordon's format, in YAML or JSON, or a fence
+// config, recognised by its shape (a top-level "command" object, or only
+// keys fence knows). name is used in messages and rule sources
+// ("cordon.yaml:7"). Unknown keys are errors. Rule patterns are checked;
+// examples are checked later, by Compile.
+//
+// The cordon format:
+//
+//	version: 1            # optional; only 1 exists
+//	default: allow        # allow (default), deny or ask: the decision when no rule matches
+//	defaults: true        # include the built-in deny list (default true)
+//	rules:
+//	  - deny: git push    # one of deny, allow, ask: a pattern, or a list of words
+//	    message: open a pull request instead
+//	examples:
+//	  - deny: [git, -C, ., push]   # an argv, or a string split into words
+func Parse(name string, data []byte) (f *File, err error) {
+	defer func() {
+		// The YAML library is third-party code fed untrusted input; a
+		// panic in it is reported as a bad file, not a crash.
+		if r := recover(); r != nil {
+			f, err = nil, &ParseError{File: name, Msg: fmt.Sprintf("unreadable policy: %v", r)}
+		}
+	}()
+	p := &parser{file: &File{Name: name, Format: FormatCordon}}
+	var root *yaml.Node
+	if isJSONName(name) {
+		root, err = p.document(stripJSONC(data))
+	} else if root, err = p.document(data); err != nil && startsObject(data) {
+		// JSON with comments or trailing commas (fence's JSONC) under a
+		// name that does not say so.
+		if r, err2 := p.document(stripJSONC(data)); err2 == nil {
+			root, err = r, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Default: Allow, Builtins: true}
+	p.file.Config = cfg
+	if root == nil {
+		return p.file, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, p.errf(root, "the top level must be a mapping (want version, default, defaults, rules, examples)")
+	}
+	keys, err := p.mapping(root)
+	if err != nil {
+		return nil, err
+	}
+	if isFence(keys) {
+		p.file.Format = FormatFence
+		err = p.fence(keys)
+	} else {
+		err = p.cordon(keys)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.file, nil
+}
+
+type parser struct {
+	file *File
+}
+
+type entry struct {
+	key   string
+	kline int
+	val   *yaml.Node
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (p *parser) document(src []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, p.yamlErr(err)
+	}
+	var more yaml.Node
+	switch err := dec.Decode(&more); {
+	case err == nil:
+		return nil, &ParseError{File: p.file.Name, Line: more.Line, Msg: "more than one YAML document"}
+	case !errors.Is(err, io.EOF):
+		return nil, p.yamlErr(err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := deref(doc.Content[0])
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil, nil
+	}
+	return root, nil
+}
+
+func (p *parser) yamlErr(err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &ParseError{File: p.file.Name, Line: line, Msg: m[2]}
+	}
+	return &ParseError{File: p.file.Name, Msg: strings.TrimPrefix(msg, "yaml: ")}
+}
+
+func (p *parser) errf(n *yaml.Node, format string, a ...any) error {
+	return &ParseError{File: p.file.Name, Line: n.Line, Msg: fmt.Sprintf(format, a...)}
+}
+
+func (p *parser) source(n *yaml.Node) string {
+	return fmt.Sprintf("%s:%d", p.file.Name, n.Line)
+}
+
+// deref follows YAML aliases (*x) to the anchored node.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// mapping returns the entries of mapping n, rejecting duplicate and
+// non-string keys.
+func (p *parser) mapping(n *yaml.Node) ([]entry, error) {
+	var out []entry
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+			return nil, p.errf(k, "keys must be plain strings")
+		}
+		if seen[k.Value] {
+			return nil, p.errf(k, "duplicate key %q", k.Value)
+		}
+		seen[k.Value] = true
+		out = append(out, entry{key: k.Value, kline: k.Line, val: v})
+	}
+	return out, nil
+}
+
+func (p *parser) str(n *yaml.Node, what string) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return "", p.errf(n, "%s: want a string", what)
+	}
+	return n.Value, nil
+}
+
+func (p *parser) boolean(n *yaml.Node, what string) (bool, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		var b bool
+		if err := n.Decode(&b); err == nil {
+			return b, nil
+		}
+	}
+	return false, p.errf(n, "%s: want true or false", what)
+}
+
+// words reads a pattern or argv given either as a string or as a list of
+// strings (one word each).
+func (p *parser) words(n *yaml.Node, what string) ([]string, bool, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			break
+		}
+		return []string{n.Value}, false, nil
+	case yaml.SequenceNode:
+		out := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			c = deref(c)
+			if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
+				return nil, false, p.errf(c, "%s: want a list of strings", what)
+			}
+			out = append(out, c.Value)
+		}
+		return out, true, nil
+	}
+	return nil, false, p.errf(n, "%s: want a string or a list of strings", what)
+}
+
+var cordonKeys = []string{"version", "default", "defaults", "rules", "examples"}
+
+// fenceKeys are the top-level keys of a fence config.
+var fenceKeys = map[string]bool{
+	"$schema": true, "allowPty": true, "command": true, "devices": true, "extends": true,
+	"filesystem": true, "forceNewSession": true, "macos": true, "network": true, "ssh": true,
+}
+
+// isFence reports whether a top-level mapping is a fence config: it has no
+// cordon key, and has a command section or only keys fence knows.
+func isFence(keys []entry) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	command, all := false, true
+	for _, e := range keys {
+		for _, k := range cordonKeys {
+			if e.key == k {
+				return false
+			}
+		}
+		command = command || e.key == "command"
+		all = all && fenceKeys[e.key]
+	}
+	return command || all
+}
+
+func (p *parser) cordon(keys []entry) error {
+	cfg := &p.file.Config
+	for _, e := range keys {
+		switch e.key {
+		case "version":
+			if e.val.Kind != yaml.ScalarNode || e.val.Value != "1" {
+				return p.errf(e.val, "unsupported version %q (want 1)", e.val.Value)
+			}
+		case "default":
+			s, err := p.str(e.val, "default")
+			if err != nil {
+				return err
+			}
+			d, err := ParseDecision(s)
+			if err != nil {
+				return p.errf(e.val, "default: %v", err)
+			}
+			cfg.Default = d
+		case "defaults":
+			b, err := p.boolean(e.val, "defaults")
+			if err != nil {
+				return err
+			}
+			cfg.Builtins = b
+		case "rules":
+			if err := p.rules(e.val); err != nil {
+				return err
+			}
+		case "examples":
+			if err := p.examples(e.val); err != nil {
+				return err
+			}
+		case "command":
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: `"command" is a fence key and cannot be mixed with cordon's keys`}
+		default:
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("unknown key %q (want %s)", e.key, strings.Join(cordonKeys, ", "))}
+		}
+	}
+	return nil
+}
+
+var decisionKeys = map[string]Decision{"deny": Deny, "allow": Allow, "ask": Ask}
+
+func (p *parser) rules(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil
+		}
+		return p.errf(n, "rules: want a list")
+	}
+	for i, item := range n.Content {
+		item = deref(item)
+		what := fmt.Sprintf("rule %d", i+1)
+		if item.Kind != yaml.MappingNode {
+			return p.errf(item, "%s: want a mapping with one of deny, allow, ask", what)
+		}
+		entries, err := p.mapping(item)
+		if err != nil {
+			return err
+		}
+		r := Rule{Source: p.source(item)}
+		have := ""
+		for _, e := range entries {
+			if d, ok := decisionKeys[e.key]; ok {
+				if have != "" {
+					return &ParseError{File: p.file.Name, Line: e.kline,
+						Msg: fmt.Sprintf("%s: both %s and %s (want one decision per rule)", what, have, e.key)}
+				}
+				have = e.key
+				ws, list, err := p.words(e.val, what)
+				if err != nil {
+					return err
+				}
+				r.Decision = d
+				r.Pattern = patternText(ws, list)
+				continue
+			}
+			if e.key == "message" {
+				if r.Message, err = p.str(e.val, what+": message"); err != nil {
+					return err
+				}
+				continue
+			}
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("%s: unknown key %q (want deny, allow, ask, message)", what, e.key)}
+		}
+		if have == "" {
+			return p.errf(item, "%s: no decision (want one of deny, allow, ask)", what)
+		}
+		if _, _, err := compileRule(&r, 0); err != nil {
+			return p.errf(item, "%s: %s %q: %v", what, r.Decision, r.Pattern, err)
+		}
+		p.file.Config.Rules = append(p.file.Config.Rules, r)
+	}
+	return nil
+}
+
+// patternText turns a rule given as a list of words into pattern text that
+// splits back into the same words.
+func patternText(ws []string, list bool) string {
+	if !list {
+		return ws[0]
+	}
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = quoteWord(w)
+	}
+	return strings.Join(q, " ")
+}
+
+func (p *parser) examples(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil
+		}
+		return p.errf(n, "examples: want a list")
+	}
+	for i, item := range n.Content {
+		item = deref(item)
+		what := fmt.Sprintf("example %d", i+1)
+		if item.Kind != yaml.MappingNode {
+			return p.errf(item, "%s: want a mapping with one of deny, allow, ask", what)
+		}
+		entries, err := p.mapping(item)
+		if err != nil {
+			return err
+		}
+		if len(entries) != 1 {
+			return p.errf(item, "%s: want exactly one of deny, allow, ask", what)
+		}
+		e := entries[0]
+		d, ok := decisionKeys[e.key]
+		if !ok {
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("%s: unknown key %q (want deny, allow, ask)", what, e.key)}
+		}
+		ws, list, err := p.words(e.val, what)
+		if err != nil {
+			return err
+		}
+		argv := ws
+		if !list {
+			w, err := splitWords(ws[0])
+			if err != nil {
+				return p.errf(e.val, "%s: %v", what, err)
+			}
+			argv = make([]string, len(w))
+			for j := range w {
+				argv[j] = w[j].text
+			}
+		}
+		if len(argv) == 0 {
+			return p.errf(e.val, "%s: empty command", what)
+		}
+		p.file.Config.Examples = append(p.file.Config.Examples,
+			Example{Decision: d, Argv: argv, Source: p.source(item)})
+	}
+	return nil
+}
+
+// fence reads a fence config's command section. Fence's allow entries
+// override its deny entries, so they become Override rules. Other sections
+// are reported as warnings: cordon does not enforce them.
+func (p *parser) fence(keys []entry) error {
+	for _, e := range keys {
+		switch e.key {
+		case "command":
+			if err := p.fenceCommand(e.val); err != nil {
+				return err
+			}
+		case "$schema":
+		case "extends":
+			p.warnf(e.kline, "fence key %q is not followed: only this file's command rules apply", e.key)
+		default:
+			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command rules", e.key)
+		}
+	}
+	return nil
+}
+
+func (p *parser) warnf(line int, format string, a ...any) {
+	p.file.Warnings = append(p.file.Warnings, fmt.Sprintf("%s:%d: ", p.file.Name, line)+fmt.Sprintf(format, a...))
+}
+
+func (p *parser) fenceCommand(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, "command: want an object")
+	}
+	entries, err := p.mapping(n)
+	if err != nil {
+		return err
+	}
+	cfg := &p.file.Config
+	var allows []Rule
+	for _, e := range entries {
+		switch e.key {
+		case "deny", "allow":
+			if e.val.Kind != yaml.SequenceNode {
+				return p.errf(e.val, "command.%s: want a list of strings", e.key)
+			}
+			for _, c := range e.val.Content {
+				c = deref(c)
+				s, err := p.str(c, "command."+e.key)
+				if err != nil {
+					return err
+				}
+				r := Rule{Decision: Deny, Pattern: s, Source: p.source(c)}
+				if e.key == "allow" {
+					r.Decision, r.Override = Allow, true
+				}
+				if _, _, err := compileRule(&r, 0); err != nil {
+					return p.errf(c, "command.%s: %q: %v", e.key, s, err)
+				}
+				if r.Override {
+					allows = append(allows, r)
+				} else {
+					cfg.Rules = append(cfg.Rules, r)
+				}
+			}
+		case "useDefaults":
+			if e.val.Kind == yaml.ScalarNode && e.val.Tag == "!!null" {
+				continue
+			}
+			b, err := p.boolean(e.val, "command.useDefaults")
+			if err != nil {
+				return err
+			}
+			cfg.Builtins = b
+		case "runtimeExecPolicy":
+			// cordon always decides on the full argv, at every exec.
+		case "acceptSharedBinaryCannotRuntimeDeny":
+			p.warnf(e.kline, "command.%s is ignored: cordon tells multi-call applets apart by argv[0]", e.key)
+		default:
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("command: unknown key %q (want deny, allow, useDefaults, runtimeExecPolicy, acceptSharedBinaryCannotRuntimeDeny)", e.key)}
+		}
+	}
+	cfg.Rules = append(cfg.Rules, allows...)
+	return nil
+}
+
+// isJSONName reports whether name says the file is JSON, to be read with
+// comments and trailing commas allowed, as fence allows.
+func isJSONName(name string) bool {
+	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonc")
+}
+
+func startsObject(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// stripJSONC blanks out // and /* */ comments and trailing commas outside
+// strings, keeping every newline so line numbers stay right.
+func stripJSONC(data []byte) []byte {
+	out := make([]byte, len(data))
+	copy(out, data)
+	inStr := false
+	lastComma := -1
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inStr = true
+			lastComma = -1
+		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+			for ; i < len(out) && out[i] != '\n'; i++ {
+				out[i] = ' '
+			}
+		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			out[i], out[i+1] = ' ', ' '
+			for i += 2; i < len(out) && !(out[i] == '*' && i+1 < len(out) && out[i+1] == '/'); i++ {
+				if out[i] != '\n' {
+					out[i] = ' '
+				}
+			}
+			if i < len(out) {
+				out[i], out[i+1] = ' ', ' '
+				i++
+			}
+		case c == ',':
+			lastComma = i
+		case c == '}' || c == ']':
+			if lastComma >= 0 {
+				out[lastComma] = ' '
+			}
+			lastComma = -1
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			lastComma = -1
+		}
+	}
+	return out
+}

@@ -1,0 +1,237 @@
+package policy
+
+import "strings"
+
+// tool describes how one program parses its command line, as far as rule
+// matching needs to know. Programs without an entry use heuristicTool.
+type tool struct {
+	// before lists options that take a separate value (the next argument)
+	// when they appear before the subcommand.
+	before set
+	// anywhere lists options that take a separate value wherever they
+	// appear: before the subcommand and after it (cobra persistent flags,
+	// npm's and pip's general options, go's build flags).
+	anywhere set
+	// sub means the program has subcommands: the first positional word is
+	// the subcommand, and a rule's first word must match it exactly there.
+	sub bool
+	// abbrev means the program accepts unambiguous abbreviations of long
+	// options (GNU getopt_long, git's parse-options, optparse, nopt).
+	abbrev bool
+	// cluster means single-dash options can be combined (-fu is -f -u).
+	cluster bool
+	// dashes means one and two leading dashes are equivalent (Go's flag
+	// package: -race and --race).
+	dashes bool
+	// plus means a +toolchain word may precede the subcommand (rustup).
+	plus bool
+	// abbrevSub means the program accepts unambiguous abbreviations of its
+	// subcommands (npm publ is npm publish).
+	abbrevSub bool
+	// aliases maps built-in subcommand aliases to their canonical name.
+	aliases map[string]string
+	// gitLike enables git's argv[0] dispatch (git-push) and expansion of
+	// aliases defined on the command line with -c alias.NAME=VALUE.
+	gitLike bool
+}
+
+type set map[string]bool
+
+func setOf(words string) set {
+	s := set{}
+	for _, w := range strings.Fields(words) {
+		s[w] = true
+	}
+	return s
+}
+
+// takesValue reports whether option o (without any =value) consumes the
+// next argument. beforeSub says whether the subcommand was not seen yet.
+func (t *tool) takesValue(o string, beforeSub bool) bool {
+	if t.dashes && strings.HasPrefix(o, "--") {
+		o = o[1:]
+	}
+	return t.anywhere[o] || (beforeSub && t.before[o])
+}
+
+// canonical returns the canonical name of subcommand s.
+func (t *tool) canonical(s string) string {
+	if c, ok := t.aliases[s]; ok {
+		return c
+	}
+	return s
+}
+
+// heuristicTool is used for programs without a table: every word starting
+// with '-' is an option that takes no separate value, a value is only
+// recognized when attached (--opt=value), the first other word starts the
+// positional words, short options may cluster and long options may be
+// abbreviated (the GNU getopt_long conventions).
+var heuristicTool = &tool{abbrev: true, cluster: true}
+
+// The tables below list, per program, the options whose value is a separate
+// argument. Only options that take a value matter: flags and unknown options
+// are skipped as single words, and --opt=value is always a single word.
+// Sources: each program's own reference documentation (git(1), docker
+// --help, podman(1), kubectl options, gh help, npm config, pnpm, yarn,
+// cargo(1), go help build/test, pip general options).
+var (
+	gitTool = &tool{
+		before: setOf(`-C -c --git-dir --work-tree --namespace --super-prefix
+			--config-env --attr-source`),
+		sub: true, abbrev: true, cluster: true, gitLike: true,
+	}
+	dockerTool = &tool{
+		before: setOf(`--config -c --context -H --host -l --log-level
+			--tlscacert --tlscert --tlskey`),
+		sub: true, cluster: true,
+	}
+	podmanTool = &tool{
+		anywhere: setOf(`--cdi-spec-dir --cgroup-manager --config --conmon
+			-c --connection --events-backend --hooks-dir --identity
+			--imagestore --log-level --module --network-cmd-path
+			--network-config-dir --out --root --runroot --runtime
+			--runtime-flag --ssh --storage-driver --storage-opt --tmpdir
+			--url --volumepath`),
+		sub: true, cluster: true,
+	}
+	kubectlTool = &tool{
+		anywhere: setOf(`--as --as-group --as-uid --cache-dir
+			--certificate-authority --client-certificate --client-key
+			--cluster --context --kubeconfig -n --namespace --password
+			--profile --profile-output --request-timeout -s --server
+			--tls-server-name --token --user --username -v --v --vmodule
+			--log-dir --log-file --log-file-max-size --log-flush-frequency
+			--stderrthreshold --log-backtrace-at`),
+		sub: true, cluster: true,
+	}
+	ghTool = &tool{
+		anywhere: setOf(`-R --repo --hostname -X --method -H --header
+			-f --field -F --raw-field -q --jq -t --template`),
+		sub: true, cluster: true,
+	}
+	npmTool = &tool{
+		anywhere: setOf(`--registry --prefix -C --userconfig --globalconfig
+			--cache --loglevel -w --workspace --tag --otp --access --scope
+			--before --omit --include --install-strategy`),
+		sub: true, abbrev: true, cluster: true, abbrevSub: true,
+		aliases: map[string]string{
+			"i": "install", "in": "install", "ins": "install", "inst": "install",
+			"insta": "install", "instal": "install", "isnt": "install",
+			"isnta": "install", "isntal": "install", "isntall": "install",
+			"add": "install",
+			"un":  "uninstall", "unlink": "uninstall", "remove": "uninstall",
+			"rm": "uninstall", "r": "uninstall",
+			"run": "run-script", "rum": "run-script", "urn": "run-script",
+			"x": "exec",
+			"t": "test", "tst": "test",
+			"up": "update", "upgrade": "update", "udpate": "update",
+			"ln":            "link",
+			"c":             "config",
+			"clean-install": "ci", "ic": "ci", "install-clean": "ci", "isntall-clean": "ci",
+			"it":  "install-test",
+			"cit": "install-ci-test", "sit": "install-ci-test",
+			"clean-install-test": "install-ci-test",
+			"info":               "view", "show": "view", "v": "view",
+			"author":    "owner",
+			"dist-tags": "dist-tag",
+			"add-user":  "adduser",
+		},
+	}
+	pnpmTool = &tool{
+		anywhere: setOf(`-C --dir --filter -F --reporter --loglevel
+			--workspace-dir --store-dir`),
+		sub: true, cluster: true,
+		aliases: map[string]string{
+			"i": "install", "rm": "remove", "uninstall": "remove", "un": "remove",
+			"up": "update", "upgrade": "update", "t": "test", "tst": "test",
+			"run-script": "run",
+		},
+	}
+	yarnTool = &tool{
+		anywhere: setOf(`--cwd --modules-folder --cache-folder --mutex
+			--network-timeout --registry --global-folder --link-folder`),
+		sub: true, cluster: true,
+	}
+	cargoTool = &tool{
+		before: setOf(`--config -C -Z --color --explain`),
+		anywhere: setOf(`--manifest-path --target-dir -p --package -F
+			--features --target -j --jobs --profile --bin --example --test
+			--bench --registry --index --message-format`),
+		sub: true, cluster: true, plus: true,
+		aliases: map[string]string{
+			"b": "build", "c": "check", "d": "doc", "t": "test", "r": "run", "rm": "remove",
+		},
+	}
+	goTool = &tool{
+		anywhere: setOf(`-C -o -p -tags -ldflags -gcflags -asmflags
+			-gccgoflags -mod -modfile -overlay -pkgdir -exec -toolexec
+			-buildmode -compiler -installsuffix -pgo -coverpkg -covermode
+			-run -skip -bench -benchtime -count -cpu -timeout -parallel
+			-fuzz -fuzztime -fuzzminimizetime -outputdir -coverprofile
+			-cpuprofile -memprofile -blockprofile -mutexprofile -trace
+			-shuffle -vet -f`),
+		sub: true, dashes: true,
+	}
+	pipTool = &tool{
+		anywhere: setOf(`--python --log --proxy --retries --timeout
+			--exists-action --trusted-host --cert --client-cert --cache-dir
+			--use-feature --use-deprecated --keyring-provider -r --requirement
+			-c --constraint -e --editable -t --target -i --index-url
+			--extra-index-url -f --find-links --prefix --root --src
+			--upgrade-strategy --platform --python-version
+			--implementation --abi --progress-bar --report`),
+		sub: true, abbrev: true, cluster: true,
+	}
+)
+
+// tools maps a program name to its table. pip's versioned names are handled
+// by toolFor.
+var tools = map[string]*tool{
+	"git":     gitTool,
+	"docker":  dockerTool,
+	"podman":  podmanTool,
+	"kubectl": kubectlTool,
+	"gh":      ghTool,
+	"npm":     npmTool,
+	"pnpm":    pnpmTool,
+	"yarn":    yarnTool,
+	"cargo":   cargoTool,
+	"go":      goTool,
+	"pip":     pipTool,
+	"pip3":    pipTool,
+}
+
+// toolFor returns the table for program name (a base name), or the
+// heuristic.
+func toolFor(name string) *tool {
+	if t, ok := tools[name]; ok {
+		return t
+	}
+	if isVersioned(name, "pip") {
+		return pipTool
+	}
+	return heuristicTool
+}
+
+// isVersioned reports whether name is prefix followed by a version made of
+// digits and dots (pip3.12, python3.12), or prefix itself.
+func isVersioned(name, prefix string) bool {
+	if !strings.HasPrefix(name, prefix) {
+		return false
+	}
+	for _, c := range name[len(prefix):] {
+		if (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// programAliases lists program names that are the same program under
+// another name even when the files differ, so a rule naming one applies to
+// the others.
+var programAliases = map[string][]string{
+	"pip":  {"pip3"},
+	"pip3": {"pip"},
+}
