@@ -52,7 +52,12 @@ type Options struct {
 	Env  []string
 	Dir  string
 
-	Policy    *policy.Policy
+	Policy *policy.Policy
+	// Ask answers decisions of kind ask (deny wins when it is nil). It is
+	// called from the supervisor's goroutine while the exec waits; the
+	// terminal, when cordon has one, is cordon's own to prompt on (see
+	// AskTerminal).
+	Ask       func(*supervisor.Decision) bool
 	Isolation Isolation
 	RW, RO    []string
 	Net       bwrap.Net
@@ -164,6 +169,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	l.initPgrp = int(conn.pid)
 	l.sup, err = supervisor.New(fds[0], l.o.Policy, supervisor.Options{
 		OnDecision: l.onDecision,
+		Ask:        l.o.Ask,
 		Logger:     l.log,
 		WedgeAfter: l.o.WedgeSupervisorAfter,
 		DropAfter:  l.o.DropSupervisorAfter,
