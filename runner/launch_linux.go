@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -171,6 +172,8 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		OnDecision: l.onDecision,
 		Ask:        l.o.Ask,
 		Logger:     l.log,
+		RootPid:    l.initPgrp,
+		SearchPath: envValue(l.o.Env, "PATH"),
 		WedgeAfter: l.o.WedgeSupervisorAfter,
 		DropAfter:  l.o.DropSupervisorAfter,
 	})
@@ -309,6 +312,17 @@ func (l *launch) setupFailed(cause error) error {
 }
 
 // wait runs until the command exits, relaying signals and job control.
+// envValue returns the value of key in env, or "".
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = val
+		}
+	}
+	return v
+}
+
 // forwardedSignals reach the command's process group. SIGINT, SIGTERM and
 // SIGHUP escalate to SIGKILL of the whole sandbox the second time. SIGURG is
 // never among them: the Go runtime uses it for preemption.

@@ -60,6 +60,12 @@ type Options struct {
 	// notifications never return, as a kernel that never wakes a parked
 	// ioctl would. It exists to test that teardown stays bounded.
 	WedgeAfter int
+	// RootPid is a process whose root is the sandbox's root (the init):
+	// program names in rules are looked up there. Zero means the host's.
+	RootPid int
+	// SearchPath is the command's PATH, where a rule's bare program name
+	// is looked up to recognise links and copies of that program.
+	SearchPath string
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -70,7 +76,8 @@ type Options struct {
 type Supervisor struct {
 	listener int
 	wake     int // eventfd written by Shutdown
-	pol      *policy.Policy
+	pol      *policy.Policy // bound to files
+	files    *files
 	opts     Options
 	log      *slog.Logger
 	mem      memReader
@@ -95,10 +102,12 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fs := newFiles(opts.RootPid, opts.SearchPath)
 	return &Supervisor{
 		listener: listener,
 		wake:     wake,
-		pol:      pol,
+		pol:      pol.WithFiles(fs),
+		files:    fs,
 		opts:     opts,
 		log:      log,
 		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
@@ -251,8 +260,18 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		argv = []string{}
 	}
 	d.Exec = policy.Exec{Argv: argv, Path: path, Resolved: resolve(pid, call.dirfd, path, call.flags)}
-	if errno := checkTarget(pid, d.Exec.Resolved); errno != 0 {
+	tgt, errno := openTarget(pid, d.Exec.Resolved)
+	if errno != 0 {
 		return errno
+	}
+	if tgt.fd >= 0 {
+		defer unix.Close(tgt.fd)
+		d.Exec.File, d.Exec.Known = tgt.id, true
+		if tgt.path != "" {
+			d.Exec.Resolved = tgt.path
+		}
+		s.files.setCurrent(&tgt)
+		defer s.files.setCurrent(nil)
 	}
 	d.Result = s.pol.Decide(&d.Exec)
 	switch d.Result.Decision {

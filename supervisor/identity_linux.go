@@ -1,0 +1,242 @@
+package supervisor
+
+import (
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
+)
+
+// target is the executable an exec names, opened in the caller's root.
+type target struct {
+	fd   int // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
+	id   policy.FileID
+	path string // canonical absolute path in the sandbox's view (symlinks followed)
+}
+
+// inRoot is how every file cordon looks at on the sandbox's behalf is
+// opened: relative to the sandbox's root, so absolute symlinks resolve as
+// they do for the caller and never on the host.
+var inRoot = unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+
+// openTarget opens resolved in pid's root and says what the kernel would say
+// about running it before the policy is asked: ENOENT when it does not
+// exist, EACCES when it is not a regular file with an execute bit. Shells
+// probe every PATH entry with execve; those probes must fail the normal way,
+// with no denial printed. When it cannot tell (pid gone, relative path), it
+// returns fd -1 and no errno: the policy then decides by name.
+func openTarget(pid int, resolved string) (target, syscall.Errno) {
+	t := target{fd: -1}
+	if resolved == "" || resolved[0] != '/' {
+		return t, 0
+	}
+	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return t, 0
+	}
+	defer unix.Close(root)
+	how := inRoot
+	fd, err := unix.Openat2(root, resolved, &how)
+	switch err {
+	case nil:
+	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.ENAMETOOLONG, unix.EACCES:
+		return t, err.(syscall.Errno)
+	default:
+		return t, 0
+	}
+	id, mode, err := fstatID(fd)
+	if err != nil {
+		unix.Close(fd)
+		return t, 0
+	}
+	if mode&unix.S_IFMT != unix.S_IFREG || mode&0o111 == 0 {
+		unix.Close(fd)
+		return t, unix.EACCES
+	}
+	t.fd, t.id = fd, id
+	// For an fd opened inside the sandbox's mount namespace the kernel
+	// renders the path as the sandbox sees it.
+	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && strings.HasPrefix(p, "/") {
+		t.path = p
+	}
+	return t, 0
+}
+
+func fstatID(fd int) (policy.FileID, uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return policy.FileID{}, 0, err
+	}
+	return policy.FileID{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano()}, st.Mode, nil
+}
+
+const (
+	// lookupTTL bounds how long a Lookup answer is reused: a program
+	// installed on the PATH later is found within this time.
+	lookupTTL = 2 * time.Second
+	// maxDigestSize bounds what is hashed to recognise a renamed copy.
+	maxDigestSize = 512 << 20
+)
+
+// files implements policy.Files for one sandbox: what a program name stands
+// for on the sandbox's PATH, and what files contain. Everything is cached;
+// nothing is resolved or hashed unless a decision needs it.
+type files struct {
+	rootPid    int      // a process whose root is the sandbox's root
+	searchPath []string // the command's PATH
+
+	mu      sync.Mutex
+	lookups map[string]lookupEntry     // guarded by mu
+	where   map[[2]uint64]string       // guarded by mu: a path of each file Lookup found
+	digests map[policy.FileID][32]byte // guarded by mu
+	current *target                    // guarded by mu: the exec being decided
+}
+
+type lookupEntry struct {
+	ids []policy.FileID
+	at  time.Time
+}
+
+func newFiles(rootPid int, searchPath string) *files {
+	if searchPath == "" {
+		searchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	var dirs []string
+	for _, d := range filepath.SplitList(searchPath) {
+		if strings.HasPrefix(d, "/") {
+			dirs = append(dirs, d)
+		}
+	}
+	return &files{
+		rootPid:    rootPid,
+		searchPath: dirs,
+		lookups:    map[string]lookupEntry{},
+		where:      map[[2]uint64]string{},
+		digests:    map[policy.FileID][32]byte{},
+	}
+}
+
+func (f *files) setCurrent(t *target) {
+	f.mu.Lock()
+	f.current = t
+	f.mu.Unlock()
+}
+
+func (f *files) rootPath() string {
+	if f.rootPid <= 0 {
+		return "/"
+	}
+	return "/proc/" + strconv.Itoa(f.rootPid) + "/root"
+}
+
+// Lookup implements policy.Files.
+func (f *files) Lookup(name string) []policy.FileID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.lookups[name]; ok && time.Since(e.at) < lookupTTL {
+		return e.ids
+	}
+	var cands []string
+	if strings.HasPrefix(name, "/") {
+		cands = f.expand(name)
+	} else if !strings.Contains(name, "/") {
+		for _, d := range f.searchPath {
+			cands = append(cands, f.expand(filepath.Join(d, name))...)
+		}
+	}
+	var ids []policy.FileID
+	root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err == nil {
+		defer unix.Close(root)
+		seen := map[[2]uint64]bool{}
+		for _, c := range cands {
+			how := inRoot
+			fd, err := unix.Openat2(root, c, &how)
+			if err != nil {
+				continue
+			}
+			id, mode, err := fstatID(fd)
+			unix.Close(fd)
+			key := [2]uint64{id.Dev, id.Ino}
+			if err != nil || mode&unix.S_IFMT != unix.S_IFREG || seen[key] {
+				continue
+			}
+			seen[key] = true
+			f.where[key] = c
+			ids = append(ids, id)
+		}
+	}
+	f.lookups[name] = lookupEntry{ids: ids, at: time.Now()}
+	return ids
+}
+
+// expand returns pattern itself, or its matches in the sandbox's view when
+// it holds glob metacharacters.
+func (f *files) expand(pattern string) []string {
+	if !strings.ContainsAny(pattern, "*?[") {
+		return []string{pattern}
+	}
+	prefix := strings.TrimSuffix(f.rootPath(), "/")
+	matches, _ := filepath.Glob(prefix + pattern)
+	out := make([]string, 0, len(matches))
+	for _, m := range matches {
+		out = append(out, strings.TrimPrefix(m, prefix))
+	}
+	return out
+}
+
+// Digest implements policy.Files: SHA-256 of the file's content, cached by
+// the whole FileID so a file rewritten in place is hashed again.
+func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.digests[id]; ok {
+		return d, true
+	}
+	if id.Size > maxDigestSize {
+		return [32]byte{}, false
+	}
+	var file *os.File
+	if cur := f.current; cur != nil && cur.fd >= 0 && cur.id == id {
+		// Re-open the exec's own O_PATH fd for reading.
+		fh, err := os.Open("/proc/self/fd/" + strconv.Itoa(cur.fd))
+		if err != nil {
+			return [32]byte{}, false
+		}
+		file = fh
+	} else if p, ok := f.where[[2]uint64{id.Dev, id.Ino}]; ok {
+		root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return [32]byte{}, false
+		}
+		fd, err := unix.Openat2(root, p, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: inRoot.Resolve})
+		unix.Close(root)
+		if err != nil {
+			return [32]byte{}, false
+		}
+		file = os.NewFile(uintptr(fd), p)
+	} else {
+		return [32]byte{}, false
+	}
+	defer file.Close()
+	got, _, err := fstatID(int(file.Fd()))
+	if err != nil || got != id {
+		return [32]byte{}, false // replaced since it was looked at
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(file, maxDigestSize+1)); err != nil {
+		return [32]byte{}, false
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	f.digests[id] = sum
+	return sum, true
+}
