@@ -41,7 +41,22 @@ func (d *decider) exec(e *Exec, depth int) {
 			d.named(base, prog, e.Argv)
 			if i := loaderTarget(e.Argv); i > 0 {
 				target := e.Argv[i]
-				d.exec(&Exec{Argv: e.Argv[i:], Path: target, Resolved: target}, depth+1)
+				sub := &Exec{Argv: e.Argv[i:], Path: target, Resolved: target}
+				if r, ok := d.p.files.(Resolver); ok && identity {
+					if id, resolved, ok := r.Resolve(target); ok {
+						sub.File, sub.Known, sub.Resolved = id, true, resolved
+					}
+				}
+				if sub.Known {
+					// The loaded program is what really runs: decide it by
+					// identity too, as the top exec for the rest of the walk.
+					top, state, sum := d.top, d.sumState, d.sum
+					d.top, d.sumState = sub, 0
+					d.exec(sub, depth+1)
+					d.top, d.sumState, d.sum = top, state, sum
+				} else {
+					d.exec(sub, depth+1)
+				}
 			}
 			return
 		}

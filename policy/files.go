@@ -45,3 +45,14 @@ type Files interface {
 	// mtime) is hashed again.
 	Digest(f FileID) (sum [32]byte, ok bool)
 }
+
+// Resolver is implemented by a Files that can also resolve a path the exec
+// names as an argument: the program a dynamic loader is asked to run
+// (ld.so ./renamed-git push). Such a program is never exec'd itself, so the
+// supervisor never sees it; with a Resolver, Decide recognises it by
+// identity as it does a program that is exec'd. Resolve interprets path as
+// the exec's caller would, relative to its working directory, in the
+// sandbox's view, and returns the file's identity and canonical path.
+type Resolver interface {
+	Resolve(path string) (id FileID, resolved string, ok bool)
+}

@@ -17,6 +17,7 @@ import (
 
 // target is the executable an exec names, opened in the caller's root.
 type target struct {
+	pid  int // the caller
 	fd   int // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
 	id   policy.FileID
 	path string // canonical absolute path in the sandbox's view (symlinks followed)
@@ -34,7 +35,7 @@ var inRoot = unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RES
 // with no denial printed. When it cannot tell (pid gone, relative path), it
 // returns fd -1 and no errno: the policy then decides by name.
 func openTarget(pid int, resolved string) (target, syscall.Errno) {
-	t := target{fd: -1}
+	t := target{pid: pid, fd: -1}
 	if resolved == "" || resolved[0] != '/' {
 		return t, 0
 	}
@@ -239,4 +240,32 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	copy(sum[:], h.Sum(nil))
 	f.digests[id] = sum
 	return sum, true
+}
+
+// Resolve implements policy.Resolver: path as the current exec's caller
+// would open it (relative to its working directory, in its root).
+func (f *files) Resolve(path string) (policy.FileID, string, bool) {
+	f.mu.Lock()
+	cur := f.current
+	f.mu.Unlock()
+	if cur == nil || path == "" {
+		return policy.FileID{}, "", false
+	}
+	proc := "/proc/" + strconv.Itoa(cur.pid)
+	if !strings.HasPrefix(path, "/") {
+		cwd, err := os.Readlink(proc + "/cwd")
+		if err != nil {
+			return policy.FileID{}, "", false
+		}
+		path = filepath.Join(cwd, path)
+	}
+	t, errno := openTarget(cur.pid, path)
+	if errno != 0 || t.fd < 0 {
+		return policy.FileID{}, "", false
+	}
+	defer unix.Close(t.fd)
+	f.mu.Lock()
+	f.where[[2]uint64{t.id.Dev, t.id.Ino}] = t.path
+	f.mu.Unlock()
+	return t.id, t.path, true
 }

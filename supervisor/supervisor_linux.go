@@ -75,7 +75,7 @@ type Options struct {
 // Supervisor answers the seccomp notifications of one sandbox.
 type Supervisor struct {
 	listener int
-	wake     int // eventfd written by Shutdown
+	wake     int            // eventfd written by Shutdown
 	pol      *policy.Policy // bound to files
 	files    *files
 	opts     Options
