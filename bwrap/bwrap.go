@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -77,14 +78,23 @@ func (s *Spec) Args() ([]string, error) {
 		"--proc", "/proc",
 		"--tmpfs", "/tmp",
 	}
+	// A bind hides whatever was mounted below its path before it, so
+	// parents go first: --ro ~ must not cover a writable working directory
+	// or --rw ~/.cache. Binds of equal depth keep their order (a later --ro
+	// of the same path wins).
+	var binds []bind
 	if s.Dir != "" && filepath.Clean(s.Dir) != "/" {
-		a = append(a, "--bind", s.Dir, s.Dir)
+		binds = append(binds, bind{"--bind", s.Dir})
 	}
 	for _, p := range s.RW {
-		a = append(a, "--bind", p, p)
+		binds = append(binds, bind{"--bind", p})
 	}
 	for _, p := range s.RO {
-		a = append(a, "--ro-bind", p, p)
+		binds = append(binds, bind{"--ro-bind", p})
+	}
+	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
+	for _, b := range binds {
+		a = append(a, b.op, b.path, b.path)
 	}
 	if s.Exe != "" {
 		a = append(a, "--ro-bind", s.Exe, s.Exe)
@@ -105,6 +115,12 @@ func (s *Spec) Args() ([]string, error) {
 	}
 	a = append(a, "--")
 	return append(a, s.Command...), nil
+}
+
+type bind struct{ op, path string }
+
+func (b bind) depth() int {
+	return strings.Count(strings.TrimSuffix(filepath.Clean(b.path), "/"), "/")
 }
 
 // Describe renders argv for debug output, quoting words that need it.

@@ -35,6 +35,48 @@ type configMsg struct {
 	Reap bool `json:"reap"`
 }
 
+// wireConfig is configMsg as it travels: JSON strings would replace bytes
+// that are not UTF-8 (a file name in Latin-1, an odd environment value), so
+// argv, env and the directory travel as bytes (base64 in JSON).
+type wireConfig struct {
+	Argv   [][]byte `json:"argv"`
+	Env    [][]byte `json:"env"`
+	Dir    []byte   `json:"dir"`
+	Filter []byte   `json:"filter"`
+	Reap   bool     `json:"reap"`
+}
+
+func toBytes(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func fromBytes(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
+
+// MarshalJSON keeps every byte of argv, env and dir.
+func (c configMsg) MarshalJSON() ([]byte, error) {
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Reap: c.Reap})
+}
+
+// UnmarshalJSON is the inverse of MarshalJSON.
+func (c *configMsg) UnmarshalJSON(b []byte) error {
+	var w wireConfig
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Reap: w.Reap}
+	return nil
+}
+
 // Message kinds sent by the init.
 const (
 	msgListener = "listener"    // carries the notify listener fd

@@ -27,7 +27,12 @@ func FormatArgv(argv []string) string {
 			b.WriteString(w)
 		}
 		if b.Len() > maxLineArgv {
-			return b.String()[:maxLineArgv] + "..."
+			out := b.String()
+			cut := maxLineArgv
+			for cut > 0 && !utf8.RuneStart(out[cut]) {
+				cut-- // never cut a character in half
+			}
+			return out[:cut] + "..."
 		}
 	}
 	return b.String()

@@ -1,0 +1,260 @@
+package bwrap
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// indexOf returns where seq starts in args, or -1.
+func indexOf(args []string, seq ...string) int {
+	for i := 0; i+len(seq) <= len(args); i++ {
+		if slices.Equal(args[i:i+len(seq)], seq) {
+			return i
+		}
+	}
+	return -1
+}
+
+// assertBefore checks that both option sequences are present and first
+// comes before second.
+func assertBefore(t *testing.T, opts, first, second []string) {
+	t.Helper()
+	i, j := indexOf(opts, first...), indexOf(opts, second...)
+	require.GreaterOrEqual(t, i, 0, "%q missing from %q", first, opts)
+	require.GreaterOrEqual(t, j, 0, "%q missing from %q", second, opts)
+	assert.Less(t, i, j, "%q must come before %q in %q", first, second, opts)
+}
+
+// options returns the part of args before "--", where bwrap reads options.
+func options(t *testing.T, args []string) []string {
+	t.Helper()
+	i := slices.Index(args, "--")
+	require.GreaterOrEqual(t, i, 0, "no -- separator in %q", args)
+	return args[:i]
+}
+
+func TestSpecArgs(t *testing.T) {
+	cmd := []string{"/usr/bin/cordon", "__cordon-init"}
+	tests := []struct {
+		name  string
+		spec  Spec
+		check func(t *testing.T, opts []string)
+	}{
+		{
+			name: "base layout",
+			spec: Spec{Dir: "/home/u/proj", Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.Equal(t, 0, indexOf(opts, "--ro-bind", "/", "/"), "read-only root first")
+				assert.GreaterOrEqual(t, indexOf(opts, "--proc", "/proc"), 0)
+				assert.GreaterOrEqual(t, indexOf(opts, "--dev", "/dev"), 0)
+				assert.Greater(t, indexOf(opts, "--bind", "/home/u/proj", "/home/u/proj"), 0, "working directory bound writable")
+				assert.GreaterOrEqual(t, indexOf(opts, "--chdir", "/home/u/proj"), 0)
+			},
+		},
+		{
+			name: "dir / is not bound writable",
+			spec: Spec{Dir: "/", Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.NotContains(t, opts, "--bind")
+				assert.GreaterOrEqual(t, indexOf(opts, "--chdir", "/"), 0)
+			},
+		},
+		{
+			name: "dir // is / too",
+			spec: Spec{Dir: "//", Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.NotContains(t, opts, "--bind")
+			},
+		},
+		{
+			name: "no dir: no bind, no chdir",
+			spec: Spec{Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.NotContains(t, opts, "--bind")
+				assert.NotContains(t, opts, "--chdir")
+			},
+		},
+		{
+			name: "dir under /tmp is bound after the private /tmp",
+			spec: Spec{Dir: "/tmp/work", Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				tmpfs := indexOf(opts, "--tmpfs", "/tmp")
+				bind := indexOf(opts, "--bind", "/tmp/work", "/tmp/work")
+				require.GreaterOrEqual(t, tmpfs, 0)
+				require.GreaterOrEqual(t, bind, 0)
+				assert.Greater(t, bind, tmpfs, "a bind before --tmpfs /tmp would be hidden by it")
+			},
+		},
+		// A bind hides whatever was bound below its target before it, so
+		// a path must be bound after every path that contains it.
+		{
+			name: "ro inside the working directory is bound after it",
+			spec: Spec{Dir: "/w", RO: []string{"/w/.git"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--bind", "/w", "/w"}, []string{"--ro-bind", "/w/.git", "/w/.git"})
+			},
+		},
+		{
+			name: "ro inside an rw path is bound after it",
+			spec: Spec{RW: []string{"/data"}, RO: []string{"/data/keys"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--bind", "/data", "/data"}, []string{"--ro-bind", "/data/keys", "/data/keys"})
+			},
+		},
+		{
+			name: "same path rw and ro: ro wins",
+			spec: Spec{RW: []string{"/x"}, RO: []string{"/x"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--bind", "/x", "/x"}, []string{"--ro-bind", "/x", "/x"})
+			},
+		},
+		{
+			name: "rw binds keep the order given",
+			spec: Spec{RW: []string{"/b", "/a"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--bind", "/b", "/b"}, []string{"--bind", "/a", "/a"})
+			},
+		},
+		{
+			name: "working directory under a read-only parent is bound after it",
+			spec: Spec{Dir: "/home/u/proj", RO: []string{"/home/u"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--ro-bind", "/home/u", "/home/u"}, []string{"--bind", "/home/u/proj", "/home/u/proj"})
+			},
+		},
+		{
+			name: "rw inside a read-only path is bound after it",
+			spec: Spec{RW: []string{"/home/u/.cache"}, RO: []string{"/home/u"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--ro-bind", "/home/u", "/home/u"}, []string{"--bind", "/home/u/.cache", "/home/u/.cache"})
+			},
+		},
+		{
+			name: "exe bound after the private /tmp and the user's binds",
+			spec: Spec{Dir: "/w", RW: []string{"/tmp"}, RO: []string{"/opt"}, Exe: "/tmp/go-build/cordon.test", Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				exe := indexOf(opts, "--ro-bind", "/tmp/go-build/cordon.test", "/tmp/go-build/cordon.test")
+				require.GreaterOrEqual(t, exe, 0)
+				assert.Greater(t, exe, indexOf(opts, "--tmpfs", "/tmp"))
+				assert.Greater(t, exe, indexOf(opts, "--bind", "/tmp", "/tmp"))
+				assert.Greater(t, exe, indexOf(opts, "--ro-bind", "/opt", "/opt"))
+			},
+		},
+		{
+			name: "net none unshares the network",
+			spec: Spec{Net: NetNone, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.Contains(t, opts, "--unshare-net")
+			},
+		},
+		{
+			name: "net host keeps it",
+			spec: Spec{Net: NetHost, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.NotContains(t, opts, "--unshare-net")
+			},
+		},
+		{
+			name: "empty net is host",
+			spec: Spec{Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assert.NotContains(t, opts, "--unshare-net")
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := tc.spec.Args()
+			require.NoError(t, err)
+			opts := options(t, args)
+			tc.check(t, opts)
+			// Always: own pid namespace, dies with its parent, and no new
+			// session (the launcher manages the terminal's foreground group).
+			assert.Contains(t, opts, "--unshare-pid")
+			assert.Contains(t, opts, "--die-with-parent")
+			assert.NotContains(t, args, "--new-session")
+			assert.Equal(t, tc.spec.Command, args[len(opts)+1:], "the command follows --, untouched")
+		})
+	}
+}
+
+func TestSpecArgsCommandAfterSeparator(t *testing.T) {
+	// Words that look like bwrap options are the command's, not bwrap's.
+	spec := Spec{Dir: "/w", Command: []string{"/bin/echo", "--bind", "/", "/", "--"}}
+	args, err := spec.Args()
+	require.NoError(t, err)
+	i := slices.Index(args, "--")
+	require.GreaterOrEqual(t, i, 0)
+	assert.Equal(t, spec.Command, args[i+1:])
+}
+
+func TestSpecArgsErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{name: "empty command", spec: Spec{Dir: "/w"}, want: "empty command"},
+		{name: "nil command", spec: Spec{Command: nil}, want: "empty command"},
+		{name: "unknown net", spec: Spec{Net: "bridge", Command: []string{"/bin/true"}}, want: `unknown network mode "bridge"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := tc.spec.Args()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Nil(t, args)
+		})
+	}
+}
+
+func TestParseNet(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    Net
+		wantErr bool
+	}{
+		{name: "host", in: "host", want: NetHost},
+		{name: "none", in: "none", want: NetNone},
+		{name: "empty", in: "", wantErr: true},
+		{name: "upper case", in: "None", wantErr: true},
+		{name: "unknown", in: "bridge", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseNet(tc.in)
+			if tc.wantErr {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "want host or none")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		want string
+	}{
+		{name: "nil", argv: nil, want: ""},
+		{name: "plain", argv: []string{"bwrap", "--ro-bind", "/", "/"}, want: "bwrap --ro-bind / /"},
+		{name: "space", argv: []string{"sh", "-c", "echo hi"}, want: `sh -c "echo hi"`},
+		{name: "tab and newline", argv: []string{"a\tb", "c\nd"}, want: `"a\tb" "c\nd"`},
+		{name: "quotes", argv: []string{`say "x"`, "it's"}, want: `"say \"x\"" "it's"`},
+		{name: "shell metacharacters", argv: []string{"$HOME", "`id`", `a\b`}, want: "\"$HOME\" \"`id`\" \"a\\\\b\""},
+		{name: "empty word", argv: []string{"touch", ""}, want: `touch ""`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Describe(tc.argv))
+		})
+	}
+}

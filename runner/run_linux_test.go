@@ -1,0 +1,364 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// These tests drive Run end to end: the test binary plays the sandbox's
+// init (TestMain dispatches InitArg), so the filter, the control protocol,
+// the supervisor and the launcher all run for real.
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// requireSeccompNotify skips unless the kernel lists user_notif; the
+// filter's flags need Linux 5.7, which the run itself reports if missing.
+func requireSeccompNotify(t *testing.T) {
+	t.Helper()
+	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil || !strings.Contains(string(avail), "user_notif") {
+		skipOrFail(t, "seccomp user notification unavailable (%v)", err)
+	}
+}
+
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	p, err := bwrap.Find()
+	if err != nil {
+		skipOrFail(t, "%v", err)
+	}
+	out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput()
+	if err != nil {
+		skipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
+	}
+}
+
+type runOutcome struct {
+	res            Result
+	err            error
+	stdout, stderr string
+	took           time.Duration
+}
+
+// runCordon runs argv under a policy that denies "false", with a 30s bound;
+// tweak, when set, adjusts the options first.
+func runCordon(t *testing.T, iso Isolation, tweak func(*Options), argv ...string) runOutcome {
+	t.Helper()
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Rules:   []policy.Rule{{Decision: policy.Deny, Pattern: "false", Source: "test"}},
+	})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	devnull, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer devnull.Close()
+	stdout, err := os.Create(filepath.Join(dir, ".stdout"))
+	require.NoError(t, err)
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(dir, ".stderr"))
+	require.NoError(t, err)
+	defer stderr.Close()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan runOutcome, 1)
+	o := Options{
+		Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}, Dir: dir,
+		Policy: pol, Isolation: iso,
+		Stdin: devnull, Stdout: stdout, Stderr: stderr,
+	}
+	if tweak != nil {
+		tweak(&o)
+	}
+	go func() {
+		res, err := Run(ctx, o)
+		done <- runOutcome{res: res, err: err}
+	}()
+	var res runOutcome
+	select {
+	case res = <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("Run did not return within 40s")
+	}
+	out, _ := os.ReadFile(stdout.Name())
+	errOut, _ := os.ReadFile(stderr.Name())
+	res.stdout, res.stderr = string(out), string(errOut)
+	return res
+}
+
+func TestRun(t *testing.T) {
+	requireSeccompNotify(t)
+	for _, iso := range []Isolation{IsolationNone, IsolationBwrap} {
+		t.Run(string(iso), func(t *testing.T) {
+			if iso == IsolationBwrap {
+				requireBwrap(t)
+			}
+			tests := []struct {
+				name  string
+				argv  []string
+				opts  func(*Options)
+				check func(t *testing.T, o runOutcome)
+				// leaks lists descriptors Run may leave open by design.
+				leaks []string
+			}{
+				{
+					name: "exit code",
+					argv: []string{"sh", "-c", "echo hello; exit 3"},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.Equal(t, 3, o.res.ExitCode)
+						assert.Equal(t, "hello\n", o.stdout)
+					},
+				},
+				{
+					name: "killed by a signal",
+					argv: []string{"sh", "-c", "kill -TERM $$"},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.Equal(t, 128+int(unix.SIGTERM), o.res.ExitCode)
+						assert.Equal(t, unix.SIGTERM, o.res.Signal)
+					},
+				},
+				{
+					name: "nested exec denied",
+					argv: []string{"sh", "-c", `/bin/false x; echo "rc=$?"`},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.Equal(t, 0, o.res.ExitCode)
+						assert.NotEqual(t, "rc=0\n", o.stdout, "the denied exec must fail")
+						assert.Contains(t, o.stderr, `cordon: denied: /bin/false x (rule: deny "false")`)
+					},
+				},
+				{
+					// checkTarget looks in the caller's root: a file that
+					// exists only in the sandbox's private /tmp is runnable.
+					name: "program created inside the sandbox runs",
+					argv: []string{"sh", "-c", "cp /bin/true /tmp/t-$$ && /tmp/t-$$ && echo ok"},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.Equal(t, "ok\n", o.stdout)
+					},
+				},
+				{
+					// A relative path is resolved against the caller's cwd
+					// before the policy sees it.
+					name: "relative path decided by the program it names",
+					argv: []string{"sh", "-c", `cp /bin/false ./false && ./false; echo "rc=$?"`},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.NotEqual(t, "rc=1\n", o.stdout, "./false ran: it was not denied")
+						assert.Contains(t, o.stderr, `cordon: denied: ./false (rule: deny "false")`)
+					},
+				},
+				{
+					name: "top-level command denied",
+					argv: []string{"false"},
+					check: func(t *testing.T, o runOutcome) {
+						var ee *ExecError
+						require.ErrorAs(t, o.err, &ee)
+						assert.True(t, ee.Denied)
+						assert.Equal(t, 126, ee.ExitCode())
+						assert.Contains(t, o.stderr, `cordon: denied: false (rule: deny "false")`)
+					},
+				},
+				{
+					name: "command not found",
+					argv: []string{"cordon-no-such-command"},
+					check: func(t *testing.T, o runOutcome) {
+						var ee *ExecError
+						require.ErrorAs(t, o.err, &ee)
+						assert.Equal(t, "cordon-no-such-command: command not found", ee.Error())
+						assert.Equal(t, 127, ee.ExitCode())
+						assert.False(t, errors.Is(o.err, ErrSetup))
+					},
+				},
+				{
+					// setsid takes sleep out of the command's process group,
+					// so killing the group does not reach it; its argument
+					// makes it findable from the host whatever pid namespace
+					// it ran in.
+					name: "background processes do not outlive the command",
+					// The shell waits until sleep runs, so the run cannot end
+					// (and fail sleep's exec) before.
+					argv: []string{"sh", "-c", "setsid sleep 1000.0" + strconv.Itoa(os.Getpid()) + ` </dev/null >/dev/null 2>&1 & p=$!
+						until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do sleep 0.01; done; echo started`},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.Equal(t, "started\n", o.stdout)
+						marker := "sleep\x001000.0" + strconv.Itoa(os.Getpid())
+						deadline := time.Now().Add(2 * time.Second)
+						for {
+							left := processesWith(marker)
+							if len(left) == 0 {
+								return
+							}
+							if time.Now().After(deadline) {
+								for _, p := range left {
+									_ = unix.Kill(p, unix.SIGKILL)
+								}
+								t.Fatalf("background sleep %v survived the run", left)
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+					},
+				},
+				{
+					name: "arguments reach the command byte for byte",
+					argv: []string{"printf", "%s|", "caf\xe9", "\xff\xfe", "two words", ""},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.Equal(t, 0, o.res.ExitCode)
+						assert.Equal(t, "caf\xe9|\xff\xfe|two words||", o.stdout)
+					},
+				},
+				{
+					name: "timeout ends the command with SIGTERM",
+					argv: []string{"sleep", "1000"},
+					opts: func(o *Options) { o.Timeout, o.KillGrace = 200*time.Millisecond, 10*time.Second },
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.True(t, o.res.TimedOut)
+						assert.Equal(t, 124, o.res.ExitCode)
+						assert.Less(t, o.took, 5*time.Second, "SIGTERM must end sleep well before the grace")
+					},
+				},
+				{
+					name: "timeout falls back to SIGKILL after the grace",
+					argv: []string{"sh", "-c", `trap "" TERM; sleep 1000`},
+					opts: func(o *Options) { o.Timeout, o.KillGrace = 200*time.Millisecond, 300*time.Millisecond },
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.True(t, o.res.TimedOut)
+						assert.Equal(t, 124, o.res.ExitCode)
+						assert.GreaterOrEqual(t, o.took, 500*time.Millisecond, "SIGKILL comes after the grace")
+						assert.Less(t, o.took, 500*time.Millisecond+teardownBound+2*time.Second)
+					},
+				},
+				{
+					// The supervisor answers the command's own exec, then
+					// wedges on the shell's: the command hangs in exec until
+					// the timeout kills it, and teardown gives up on the
+					// wedged supervisor after teardownBound.
+					name: "timeout with a wedged supervisor stays bounded",
+					argv: []string{"sh", "-c", "/bin/true"},
+					opts: func(o *Options) {
+						o.WedgeSupervisorAfter = 1
+						o.Timeout, o.KillGrace = 300*time.Millisecond, 200*time.Millisecond
+					},
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.True(t, o.res.TimedOut)
+						assert.Equal(t, 124, o.res.ExitCode)
+						assert.Less(t, o.took, 300*time.Millisecond+200*time.Millisecond+teardownBound+2*time.Second, "teardown must stay bounded")
+					},
+					// The wedged supervisor is left behind with its listener
+					// and eventfd, until cordon exits.
+					leaks: []string{"anon_inode:seccomp notify", "anon_inode:[eventfd]"},
+				},
+				{
+					// The supervisor answers the command's own exec and
+					// goes away: the shell's next exec fails instead of
+					// running unchecked.
+					name: "execs fail closed when the supervisor is gone",
+					argv: []string{"sh", "-c", `/bin/true; echo "rc=$?"`},
+					opts: func(o *Options) { o.DropSupervisorAfter = 1 },
+					check: func(t *testing.T, o runOutcome) {
+						require.NoError(t, o.err)
+						assert.NotEqual(t, "rc=0\n", o.stdout, "the exec after the drop must fail")
+						assert.True(t, strings.HasPrefix(o.stdout, "rc="), "the shell goes on and reports: %q", o.stdout)
+					},
+				},
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					before := openFDs(t)
+					start := time.Now()
+					o := runCordon(t, iso, tc.opts, tc.argv...)
+					o.took = time.Since(start)
+					tc.check(t, o)
+					if t.Failed() {
+						t.Logf("stdout: %q\nstderr: %s", o.stdout, o.stderr)
+					}
+					assert.NotContains(t, o.stderr, "DATA RACE", "the init reported a data race")
+					assertNoLeaks(t, before, tc.leaks...)
+				})
+			}
+		})
+	}
+}
+
+func openFDs(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		out = append(out, e.Name()+" -> "+l)
+	}
+	return out
+}
+
+// assertNoLeaks checks that Run left no descriptor open and no child
+// behind (the supervisor's listener and eventfd included), except
+// descriptors whose link contains one of allowed.
+func assertNoLeaks(t *testing.T, before []string, allowed ...string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		var after []string
+		for _, fd := range openFDs(t) {
+			if !slices.Contains(before, fd) && slices.ContainsFunc(allowed, func(a string) bool { return strings.Contains(fd, a) }) {
+				continue
+			}
+			after = append(after, fd)
+		}
+		kids := children(os.Getpid())
+		if len(after) <= len(before) && len(kids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			assert.ElementsMatch(t, before, after, "descriptors before and after Run")
+			assert.Empty(t, kids, "children left after Run")
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processesWith lists the processes whose /proc/PID/cmdline contains s.
+func processesWith(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), s) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
