@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"path"
 	"strconv"
 	"strings"
 	"unicode"
@@ -53,6 +54,18 @@ func needsQuote(w string) bool {
 // DenialLine is the one line cordon prints when an exec is refused:
 //
 //	cordon: denied: git push origin main (rule: deny "git push")
+//
+// argv[0] is the caller's choice: when it names neither the path called nor
+// the file that runs (exec -a ls git push), the line shows the path and
+// says what argv[0] claimed.
 func (d *Decision) DenialLine() string {
-	return "cordon: denied: " + FormatArgv(d.Exec.Argv) + " (rule: " + d.Result.RuleText() + ")"
+	argv, note := d.Exec.Argv, ""
+	if len(argv) > 0 && d.Exec.Path != "" {
+		a0 := path.Base(argv[0])
+		if a0 != path.Base(d.Exec.Path) && a0 != path.Base(d.Exec.Resolved) {
+			argv = append([]string{d.Exec.Path}, argv[1:]...)
+			note = " (argv[0] " + strconv.Quote(d.Exec.Argv[0]) + ")"
+		}
+	}
+	return "cordon: denied: " + FormatArgv(argv) + note + " (rule: " + d.Result.RuleText() + ")"
 }

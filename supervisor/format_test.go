@@ -115,3 +115,14 @@ func TestDenialLine(t *testing.T) {
 		})
 	}
 }
+
+func TestDenialLineShowsSpoofedArgv0(t *testing.T) {
+	d := &Decision{
+		Exec:   policy.Exec{Argv: []string{"ls", "push"}, Path: "/usr/bin/git", Resolved: "/usr/bin/git"},
+		Result: policy.Result{Decision: policy.Deny, Rule: &policy.Rule{Decision: policy.Deny, Pattern: "git push"}},
+	}
+	assert.Equal(t, `cordon: denied: /usr/bin/git push (argv[0] "ls") (rule: deny "git push")`, d.DenialLine())
+	// A symlink's name as argv[0] is what the user typed: shown as is.
+	d.Exec = policy.Exec{Argv: []string{"./g", "push"}, Path: "./g", Resolved: "/usr/bin/git"}
+	assert.Equal(t, `cordon: denied: ./g push (rule: deny "git push")`, d.DenialLine())
+}
