@@ -3,6 +3,9 @@ package runner
 import (
 	"encoding/json"
 	"io"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cordon-sandbox/cordon/supervisor"
@@ -13,6 +16,8 @@ import (
 type auditRecord struct {
 	Time      string   `json:"time"`
 	Pid       int      `json:"pid"`
+	Ppid      int      `json:"ppid,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
 	Syscall   string   `json:"syscall"`
 	Arch      string   `json:"arch"`
 	Path      string   `json:"path"`
@@ -20,7 +25,7 @@ type auditRecord struct {
 	Argv      []string `json:"argv"`
 	Decision  string   `json:"decision"`
 	Rule      string   `json:"rule"`
-	Source    string   `json:"source,omitempty"`
+	RuleID    string   `json:"rule_id,omitempty"`
 	Errno     int      `json:"errno,omitempty"`
 	Error     string   `json:"error,omitempty"`
 	LatencyUs int64    `json:"latency_us"`
@@ -30,6 +35,8 @@ func writeAudit(w io.Writer, d *supervisor.Decision) {
 	rec := auditRecord{
 		Time:      d.Time.UTC().Format(time.RFC3339Nano),
 		Pid:       d.Pid,
+		Ppid:      ppid(d.Pid),
+		Cwd:       cwd(d.Pid),
 		Syscall:   d.Syscall,
 		Arch:      d.Arch,
 		Path:      d.Exec.Path,
@@ -46,11 +53,38 @@ func writeAudit(w io.Writer, d *supervisor.Decision) {
 		rec.Decision, rec.Rule, rec.Error = "error", "", unix.ErrnoName(d.Errno)
 	}
 	if d.Result.Rule != nil {
-		rec.Source = d.Result.Rule.Source
+		rec.RuleID = d.Result.Rule.Source
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return
 	}
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// ppid and cwd describe the caller. The audit record is written while its
+// exec waits for the answer, so /proc still shows the caller. Pids are the
+// host's (the sandbox has its own pid namespace); cwd is the sandbox's view.
+func ppid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses: parse after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+func cwd(pid int) string {
+	p, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	return p
 }

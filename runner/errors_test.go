@@ -121,7 +121,7 @@ func TestWriteAudit(t *testing.T) {
 				d.Result = policy.Result{Decision: policy.Deny, Rule: rule}
 				d.Errno = unix.EPERM
 			},
-			want: map[string]any{"decision": "deny", "rule": `deny "git push"`, "source": "--deny", "errno": float64(unix.EPERM)},
+			want: map[string]any{"decision": "deny", "rule": `deny "git push"`, "rule_id": "--deny", "errno": float64(unix.EPERM)},
 		},
 		{
 			name:   "allowed by default",

@@ -115,7 +115,9 @@ func TestAuditLog(t *testing.T) {
 	assert.Contains(t, lines[0], `"argv":["sh","-c","git status; git push"]`)
 	assert.Contains(t, lines[0], `"decision":"allow"`)
 	assert.Contains(t, string(b), `"argv":["git","status"],"decision":"allow"`)
-	assert.Contains(t, string(b), `"argv":["git","push"],"decision":"deny","rule":"deny \"git push\"","source":"--deny"`)
+	assert.Contains(t, string(b), `"argv":["git","push"],"decision":"deny","rule":"deny \"git push\"","rule_id":"--deny"`)
+	assert.Contains(t, lines[0], `"ppid":`)
+	assert.Contains(t, lines[0], `"cwd":"`+dir+`"`)
 	for _, l := range lines {
 		assert.Contains(t, l, `"latency_us":`)
 		assert.Contains(t, l, `"pid":`)
