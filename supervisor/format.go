@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"github.com/cordon-sandbox/cordon/policy"
 	"path"
 	"strconv"
 	"strings"
@@ -67,5 +68,12 @@ func (d *Decision) DenialLine() string {
 			note = " (argv[0] " + strconv.Quote(d.Exec.Argv[0]) + ")"
 		}
 	}
-	return "cordon: denied: " + FormatArgv(argv) + note + " (rule: " + d.Result.RuleText() + ")"
+	why := "rule: " + d.Result.RuleText()
+	switch {
+	case d.Reason != "" && d.Result.Decision == policy.Allow:
+		why = d.Reason // the rules allowed it; something else refused it
+	case d.Reason != "":
+		why += "; " + d.Reason
+	}
+	return "cordon: denied: " + FormatArgv(argv) + note + " (" + why + ")"
 }

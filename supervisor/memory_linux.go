@@ -32,8 +32,9 @@ var (
 // memReader reads strings and pointer arrays from another process with
 // process_vm_readv. It reuses its buffers; one reader serves one goroutine.
 type memReader struct {
-	buf   []byte // scratch for readString and readPointers
-	batch []byte // first chunks of a batch of strings
+	buf   []byte   // scratch for readString and readPointers
+	batch []byte   // first chunks of a batch of strings
+	ptrs  []uint64 // the argv pointers of the last readArgv
 	local []unix.Iovec
 	rem   []unix.RemoteIovec
 }
@@ -97,6 +98,7 @@ func (m *memReader) scratch(n int) []byte {
 // addr and the strings they point to. There is no cap on the count beyond
 // the kernel's own byte limits.
 func (m *memReader) readArgv(pid int, addr uint64, ptrSize int) ([]string, error) {
+	m.ptrs = m.ptrs[:0]
 	if addr == 0 {
 		return nil, nil // execve(path, NULL, ...) is an empty argv.
 	}
@@ -104,6 +106,7 @@ func (m *memReader) readArgv(pid int, addr uint64, ptrSize int) ([]string, error
 	if err != nil {
 		return nil, err
 	}
+	m.ptrs = ptrs
 	return m.readStrings(pid, ptrs)
 }
 

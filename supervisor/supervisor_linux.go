@@ -39,7 +39,18 @@ type Decision struct {
 	// Errno is what the caller's exec returned when the supervisor refused
 	// it (EPERM for a policy denial; E2BIG, EFAULT... when the call could not
 	// have succeeded); zero when the exec was let through.
-	Errno syscall.Errno
+	Errno              syscall.Errno
+	pathAddr, argvAddr uint64 // where the caller keeps them, for strict mode
+
+	// Interpreter lists the #! interpreters a script runs through, outermost
+	// first; Expect is then the argv the kernel gives the innermost one.
+	Interpreter []string
+	Expect      []string
+
+	// Reason, when set, says why an exec the rules alone would allow was
+	// refused: ReasonChanged (killed at the exec event because what ran
+	// is not what was checked), or why strict mode could not let it run.
+	Reason string
 	// Latency is the time from receiving the notification to answering it.
 	Latency time.Duration
 }
@@ -49,9 +60,14 @@ func (d *Decision) Denied() bool { return d.Errno == unix.EPERM }
 
 // Options configures a Supervisor.
 type Options struct {
-	// OnDecision, when set, is called from the supervisor's goroutine for
-	// every decision before the caller is answered. It must not block.
+	// OnDecision, when set, is called for every decision before the
+	// caller is answered, and for every exec killed at verification. It
+	// is called from the supervisor's goroutine and from the tracer's, so
+	// it must be safe for concurrent use, and must not block.
 	OnDecision func(*Decision)
+	// Verify selects race-free verification of allowed execs; empty means
+	// VerifyAuto.
+	Verify Verify
 	// Ask answers exec decisions of kind ask; nil refuses them.
 	Ask func(*Decision) bool
 	// Logger receives debug and error records; nil discards them.
@@ -78,6 +94,7 @@ type Supervisor struct {
 	wake     int            // eventfd written by Shutdown
 	pol      *policy.Policy // bound to files
 	files    *files
+	tracer   *tracer // nil in strict mode
 	opts     Options
 	log      *slog.Logger
 	mem      memReader
@@ -102,8 +119,11 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Verify == "" {
+		opts.Verify = VerifyAuto
+	}
 	fs := newFiles(opts.RootPid, opts.SearchPath)
-	return &Supervisor{
+	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
 		pol:      pol.WithFiles(fs),
@@ -112,7 +132,26 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		log:      log,
 		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
 		done:     make(chan struct{}),
-	}, nil
+	}
+	if opts.Verify != VerifyStrict {
+		// The tracer gets its own file cache: it decides on its own thread.
+		s.tracer = newTracer(pol, newFiles(opts.RootPid, opts.SearchPath), log, s.report)
+	}
+	return s, nil
+}
+
+func (s *Supervisor) report(d *Decision) {
+	if s.opts.OnDecision != nil {
+		s.opts.OnDecision(d)
+	}
+}
+
+// VerifyMode says how allowed execs are verified: "ptrace" or "strict".
+func (s *Supervisor) VerifyMode() string {
+	if s.tracer != nil {
+		return "ptrace"
+	}
+	return "strict"
 }
 
 func wedgeAfter(n int, recv func(int, *seccompNotif) error) func(int, *seccompNotif) error {
@@ -168,7 +207,10 @@ func (s *Supervisor) Run() error {
 			s.handled++
 			if s.opts.DropAfter > 0 && s.handled >= s.opts.DropAfter {
 				s.log.Debug("dropping the listener (test hook)", "after", s.handled)
-				_ = s.Close()
+				s.closeMu.Lock()
+				_ = unix.Close(s.listener)
+				s.listener = -1
+				s.closeMu.Unlock()
 				return nil
 			}
 			continue
@@ -200,7 +242,13 @@ func (s *Supervisor) Close() error {
 		return nil
 	}
 	s.closed = true
-	err1 := unix.Close(s.listener)
+	if s.tracer != nil {
+		s.tracer.close()
+	}
+	var err1 error
+	if s.listener >= 0 {
+		err1 = unix.Close(s.listener)
+	}
 	err2 := unix.Close(s.wake)
 	return errors.Join(err1, err2)
 }
@@ -210,7 +258,11 @@ func (s *Supervisor) handle(n *seccompNotif) {
 	start := time.Now()
 	d := Decision{Time: start, Pid: int(n.Pid)}
 	resp := seccompNotifResp{ID: n.ID}
-	if errno := s.decide(n, &d); errno != 0 {
+	errno := s.decide(n, &d)
+	if errno == 0 {
+		errno = s.guard(n, &d)
+	}
+	if errno != 0 {
 		d.Errno = errno
 		resp.Error = -int32(errno)
 	} else {
@@ -243,6 +295,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		return unix.EPERM
 	}
 	d.Syscall, d.Arch = call.name, call.arch
+	d.pathAddr, d.argvAddr = call.path, call.argv
 	path, err := s.mem.readString(pid, call.path, pathMax, errNameLen)
 	if err != nil {
 		return s.readErrno(pid, err)
@@ -274,6 +327,11 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		defer s.files.setCurrent(nil)
 	}
 	d.Result = s.pol.Decide(&d.Exec)
+	if tgt.fd >= 0 {
+		if errno := s.decideInterpreters(pid, call, tgt.fd, d); errno != 0 {
+			return errno
+		}
+	}
 	switch d.Result.Decision {
 	case policy.Allow:
 		return 0
@@ -283,6 +341,80 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		}
 	}
 	return unix.EPERM
+}
+
+// decideInterpreters decides a #! script as what the kernel will run: its
+// interpreter line + the script + its arguments, following nested
+// interpreters as the kernel does. The strictest decision wins, so a script
+// cannot be used to start a denied interpreter. d.Expect becomes the argv
+// the new image will have, which verification compares against.
+func (s *Supervisor) decideInterpreters(pid int, call execCall, fd int, d *Decision) syscall.Errno {
+	argv := d.Exec.Argv
+	filename := kernelFilename(call, d.Exec.Path)
+	for depth := 0; depth < maxInterpDepth; depth++ {
+		interp, arg, ok := shebang(readHead(fd))
+		if !ok {
+			return 0
+		}
+		next := []string{interp}
+		if arg != "" {
+			next = append(next, arg)
+		}
+		next = append(next, filename)
+		if len(argv) > 1 {
+			next = append(next, argv[1:]...)
+		}
+		tgt, errno := openTarget(pid, interp)
+		if errno != 0 {
+			return errno // a missing interpreter fails the exec as the kernel would
+		}
+		e := policy.Exec{Argv: next, Path: interp, Resolved: interp}
+		if tgt.fd >= 0 {
+			defer unix.Close(tgt.fd)
+			e.File, e.Known = tgt.id, true
+			if tgt.path != "" {
+				e.Resolved = tgt.path
+			}
+			s.files.setCurrent(&tgt)
+		}
+		r := s.pol.Decide(&e)
+		s.files.setCurrent(nil)
+		if r.Decision > d.Result.Decision {
+			d.Result = r
+		}
+		d.Interpreter = append(d.Interpreter, interp)
+		d.Expect = next
+		if tgt.fd < 0 {
+			return 0
+		}
+		argv, filename, fd = next, interp, tgt.fd
+	}
+	return unix.ELOOP // the kernel gives up after BINPRM_MAX_RECURSION
+}
+
+// guard makes an allowed exec safe to continue: the caller is attached for
+// verification at the exec event, or, where ptrace is not possible, must be
+// a caller that cannot change its arguments after the check. It returns the
+// errno to refuse with, or 0.
+func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
+	pid := int(n.Pid)
+	if s.tracer != nil {
+		err := s.tracer.attach(pid, d)
+		if err == nil {
+			return 0
+		}
+		if s.opts.Verify == VerifyPtrace {
+			d.Reason = "cannot verify: " + err.Error()
+			return unix.EPERM
+		}
+		s.log.Debug("ptrace verification not possible; strict check", "pid", pid, "err", err)
+	}
+	addrs := append([]uint64{d.pathAddr, d.argvAddr}, s.mem.ptrs...)
+	if why := raceable(pid, s.opts.RootPid, addrs); why != "" {
+		d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
+		return unix.EPERM
+	}
+	return 0
 }
 
 // readErrno maps a failure to read the caller's memory to what the kernel

@@ -31,7 +31,7 @@ func TestTeardownIsBoundedWhenSupervisorIsWedged(t *testing.T) {
 	r := cordon(t, "--debug-wedge-supervisor", "1", "--", "sh", "-c", "/bin/true & exit 0")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.GreaterOrEqual(t, r.elapsed, 1900*time.Millisecond, "the wedge must be real: teardown waited for the bound")
-	assert.Less(t, r.elapsed, 4*time.Second, "teardown is bounded")
+	assert.Less(t, r.elapsed, 5*time.Second, "teardown is bounded (2 s plus a race-built binary's start-up on a loaded machine)")
 	requireNoLeftovers(t)
 }
 
