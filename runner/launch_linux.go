@@ -60,8 +60,11 @@ type Options struct {
 	// AskTerminal).
 	Ask       func(*supervisor.Decision) bool
 	Isolation Isolation
-	RW, RO    []string
-	Net       bwrap.Net
+	// Verify selects race-free verification (supervisor.VerifyAuto when
+	// empty).
+	Verify supervisor.Verify
+	RW, RO []string
+	Net    bwrap.Net
 
 	Stdin, Stdout, Stderr *os.File
 	// Audit, when set, receives one JSON line per exec decision.
@@ -173,6 +176,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		Ask:        l.o.Ask,
 		Logger:     l.log,
 		RootPid:    l.initPgrp,
+		Verify:     l.o.Verify,
 		SearchPath: envValue(l.o.Env, "PATH"),
 		WedgeAfter: l.o.WedgeSupervisorAfter,
 		DropAfter:  l.o.DropSupervisorAfter,
@@ -195,7 +199,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		return Result{}, l.setupFailed(fmt.Errorf("starting the command: %w", err))
 	}
 	l.stderr.passThrough()
-	l.log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", l.initPgrp)
+	l.log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", l.initPgrp, "verification", l.sup.VerifyMode())
 	res, err := l.wait(ctx, conn, sigs)
 	t0 := time.Now()
 	l.teardown()

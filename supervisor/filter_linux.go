@@ -26,6 +26,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - ioctl TIOCSTI and TIOCLINUX (compared on the low 32 bits, which is all
 //     the kernel reads of the command): EPERM, so a sandboxed program cannot
 //     push keystrokes into the user's terminal;
+//   - io_uring, userfaultfd and process_vm_writev: refused (see below);
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
 func Filter() ([]byte, error) {
@@ -62,6 +63,33 @@ func Filter() ([]byte, error) {
 		}
 		if err := f.AddRuleConditional(ioctlNr, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
 			return nil, fmt.Errorf("adding ioctl rule: %w", err)
+		}
+	}
+	// Calls that serve only to race or escape the exec check, with no use
+	// an agent's workload needs (each is refused, not killed, so programs
+	// that probe for them fall back):
+	//   - io_uring_*: submits file operations no syscall filter sees;
+	//     ENOSYS makes io_uring users fall back to plain syscalls;
+	//   - userfaultfd: can stall the supervisor's read of a caller's
+	//     argv on a page fault it controls;
+	//   - process_vm_writev: rewrites another process's memory (its argv
+	//     while it waits for a decision) without ptrace.
+	for _, rule := range []struct {
+		name  string
+		errno unix.Errno
+	}{
+		{"io_uring_setup", unix.ENOSYS},
+		{"io_uring_enter", unix.ENOSYS},
+		{"io_uring_register", unix.ENOSYS},
+		{"userfaultfd", unix.EPERM},
+		{"process_vm_writev", unix.EPERM},
+	} {
+		sc, err := seccomp.GetSyscallFromName(rule.name)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", rule.name, err)
+		}
+		if err := f.AddRule(sc, seccomp.ActErrno.SetReturnCode(int16(rule.errno))); err != nil {
+			return nil, fmt.Errorf("adding rule for %s: %w", rule.name, err)
 		}
 	}
 	return exportBPF(f)

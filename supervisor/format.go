@@ -61,10 +61,13 @@ func needsQuote(w string) bool {
 // says what argv[0] claimed.
 func (d *Decision) DenialLine() string {
 	argv, note := d.Exec.Argv, ""
-	if len(argv) > 0 && d.Exec.Path != "" {
+	if prog := d.Exec.Program(); len(argv) > 0 && prog != "" {
 		a0 := path.Base(argv[0])
 		if a0 != path.Base(d.Exec.Path) && a0 != path.Base(d.Exec.Resolved) {
-			argv = append([]string{d.Exec.Path}, argv[1:]...)
+			if d.Exec.Path != "" {
+				prog = d.Exec.Path
+			}
+			argv = append([]string{prog}, argv[1:]...)
 			note = " (argv[0] " + strconv.Quote(d.Exec.Argv[0]) + ")"
 		}
 	}

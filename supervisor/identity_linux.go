@@ -53,6 +53,27 @@ func openTarget(pid int, resolved string) (target, syscall.Errno) {
 	default:
 		return t, 0
 	}
+	return statTarget(pid, fd)
+}
+
+// openTargetFD opens the file behind the caller's descriptor fd (fexecve,
+// execveat with AT_EMPTY_PATH): a memfd or a deleted file has no path, and
+// is judged by what it is.
+func openTargetFD(pid int, fd int32) (target, syscall.Errno) {
+	f, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(int(fd)), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ENOENT {
+			return target{pid: pid, fd: -1}, unix.EBADF // no such descriptor: what the kernel says
+		}
+		return target{pid: pid, fd: -1}, 0
+	}
+	return statTarget(pid, f)
+}
+
+// statTarget checks an opened target as the kernel would and fills in its
+// identity and canonical path. It takes ownership of fd.
+func statTarget(pid, fd int) (target, syscall.Errno) {
+	t := target{pid: pid, fd: -1}
 	id, mode, err := fstatID(fd)
 	if err != nil {
 		unix.Close(fd)

@@ -34,13 +34,22 @@ func raceable(pid int, trusted int, addrs []uint64) string {
 	if n := procStatusField(proc+"/status", "Threads"); n != "1" {
 		return fmt.Sprintf("the caller has %s threads", n)
 	}
-	if peer := memoryPeer(pid); peer > 0 {
+	if peer := memoryPeer(pid); peer > 0 && !suspendedVforkParent(pid, peer) {
 		return fmt.Sprintf("process %d shares the caller's memory", peer)
 	}
 	if a, ok := sharedAddr(proc+"/maps", addrs); ok {
 		return fmt.Sprintf("exec arguments at %#x lie in shared memory", a)
 	}
 	return ""
+}
+
+// suspendedVforkParent reports whether peer is the caller's parent with a
+// single thread: a vfork parent is suspended until its child execs, so with
+// no other thread nothing in the shared memory can run (shells spawn
+// commands this way).
+func suspendedVforkParent(pid, peer int) bool {
+	ppid := procStatusField("/proc/"+strconv.Itoa(pid)+"/status", "PPid")
+	return ppid == strconv.Itoa(peer) && procStatusField("/proc/"+strconv.Itoa(peer)+"/status", "Threads") == "1"
 }
 
 func kcmp(a, b, typ int) bool {

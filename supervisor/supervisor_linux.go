@@ -313,7 +313,13 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		argv = []string{}
 	}
 	d.Exec = policy.Exec{Argv: argv, Path: path, Resolved: resolve(pid, call.dirfd, path, call.flags)}
-	tgt, errno := openTarget(pid, d.Exec.Resolved)
+	var tgt target
+	var errno syscall.Errno
+	if path == "" && call.flags&unix.AT_EMPTY_PATH != 0 {
+		tgt, errno = openTargetFD(pid, call.dirfd)
+	} else {
+		tgt, errno = openTarget(pid, d.Exec.Resolved)
+	}
 	if errno != 0 {
 		return errno
 	}

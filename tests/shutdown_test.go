@@ -28,10 +28,13 @@ func TestTeardownIsBoundedWhenSupervisorIsWedged(t *testing.T) {
 	// never returns, as a kernel that never wakes a parked ioctl would. The
 	// background exec is left waiting; the command exits; cordon must still
 	// exit within the 2 s bound (plus scheduling slack).
-	r := cordon(t, "--debug-wedge-supervisor", "1", "--", "sh", "-c", "/bin/true & exit 0")
+	// bash waits with builtins only (any exec would wedge too), long enough
+	// for the background exec to be waiting on the supervisor.
+	r := cordon(t, "--debug-wedge-supervisor", "1", "--", "bash", "-c",
+		`/bin/true & s=$SECONDS; while [ $((SECONDS-s)) -lt 1 ]; do :; done; exit 0`)
 	assert.Equal(t, 0, r.code, r.stderr)
-	assert.GreaterOrEqual(t, r.elapsed, 1900*time.Millisecond, "the wedge must be real: teardown waited for the bound")
-	assert.Less(t, r.elapsed, 5*time.Second, "teardown is bounded (2 s plus a race-built binary's start-up on a loaded machine)")
+	assert.GreaterOrEqual(t, r.elapsed, 2*time.Second, "the wedge must be real: teardown waited for the 2 s bound")
+	assert.Less(t, r.elapsed, 6*time.Second, "teardown is bounded (1 s of command, 2 s bound, a race-built binary's start-up on a loaded machine)")
 	requireNoLeftovers(t)
 }
 
