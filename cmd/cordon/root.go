@@ -89,7 +89,7 @@ command was denied or is not executable; 127 if it was not found; 124 on
 	root.Flags().SetInterspersed(false)
 	addRunFlags(root.Flags(), opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
-	root.AddCommand(newRunCmd(), newDoctorCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newPolicyCmd(), newDoctorCmd(), newVersionCmd())
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {

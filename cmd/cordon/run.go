@@ -10,39 +10,38 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
-	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
+	"github.com/cordon-sandbox/cordon/supervisor"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // runOptions holds the flags of "cordon run" (and of the root shorthand).
 type runOptions struct {
-	deny, allow []string
-	def         string
-	policyFile  string
-	noDefaults  bool
-	rw, ro      []string
-	net         string
-	isolation   string
-	audit       string
-	debug       bool
-	timeout     time.Duration
-	killGrace   time.Duration
-	wedgeAfter  int
-	dropAfter   int
+	ruleFlags
+	ask        string
+	askTimeout time.Duration
+	rw, ro     []string
+	net        string
+	isolation  string
+	verify     string
+	audit      string
+	debug      bool
+	timeout    time.Duration
+	killGrace  time.Duration
+	wedgeAfter int
+	dropAfter  int
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
-	fs.StringArrayVar(&o.deny, "deny", nil, "deny execs matching RULE (repeatable), e.g. --deny \"git push\"")
-	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable)")
-	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow or deny (allowlist mode)")
-	fs.StringVar(&o.policyFile, "policy", "", "policy file (YAML or JSON)")
-	fs.BoolVar(&o.noDefaults, "no-defaults", false, "do not apply the built-in deny list of destructive system commands")
+	addRuleFlags(fs, &o.ruleFlags)
+	fs.StringVar(&o.ask, "ask", "deny", "how ask rules are answered: deny, allow, or tty (prompt on cordon's own terminal)")
+	fs.DurationVar(&o.askTimeout, "ask-timeout", 30*time.Second, "with --ask tty: deny when there is no answer within this time")
 	fs.StringArrayVar(&o.rw, "rw", nil, "bind PATH read-write into the sandbox (repeatable)")
 	fs.StringArrayVar(&o.ro, "ro", nil, "bind PATH read-only into the sandbox (repeatable)")
 	fs.StringVar(&o.net, "net", "host", "network: host or none")
 	fs.StringVar(&o.isolation, "isolation", "bwrap", "bwrap, or none: enforce the exec policy without a sandbox (prints a warning)")
+	fs.StringVar(&o.verify, "verify", "auto", "race-free exec verification: auto (ptrace; strict where ptrace cannot attach), ptrace, or strict (no ptrace: refuse callers that could change their arguments after the check)")
 	fs.StringVar(&o.audit, "audit", "", "append one JSON line per exec decision to FILE (- for stderr)")
 	fs.BoolVar(&o.debug, "debug", false, "log what cordon does to stderr")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the command after this long (SIGTERM, then SIGKILL after --kill-grace); exit code 124")
@@ -62,10 +61,23 @@ func newRunCmd() *cobra.Command {
 writable, private /tmp, minimal /dev, fresh /proc, its own pid namespace.
 Every exec inside it is decided against the policy before it runs.
 
-A RULE is space-separated words: the first is matched against the base name
-of the program being run, the rest as a prefix of its arguments. The strictest
-matching rule wins (deny over allow); --default applies when none matches.`,
+The policy is --policy FILE; else cordon.yaml or .cordon.yaml in the current
+directory or a parent up to the repository root; else
+$XDG_CONFIG_HOME/cordon/policy.yaml; else the built-in default (allow, with
+the built-in deny list). "cordon policy show" prints what applies here.
+
+Flags change what was loaded: --deny and --allow rules are added after the
+file's rules; --default and --no-defaults, when given, replace the file's
+default and defaults. A RULE is words: the first names a program, the rest
+are matched against its arguments the way the program parses them ("git
+push" matches "git -C dir push origin"). The strictest matching rule wins
+(deny over ask over allow); the default applies when none matches.
+
+An ask rule is answered by --ask: deny (the default), allow, or tty, which
+prompts on cordon's own terminal (never the command's stdin) and denies when
+there is no answer within --ask-timeout.`,
 		Example: `  cordon run --deny "git push" -- bash
+  cordon run --policy ./agent-policy.yaml --ask tty -- bash
   cordon run --net none --rw ~/.cache -- make test
   cordon run --audit audit.jsonl -- ./agent.sh
   cordon run --timeout 10m -- npm test`,
@@ -81,35 +93,45 @@ matching rule wins (deny over allow); --default applies when none matches.`,
 	return cmd
 }
 
-func (o *runOptions) policy() (*policy.Policy, error) {
-	def, err := policy.ParseDecision(o.def)
-	if err != nil {
-		return nil, fmt.Errorf("--default: %w", err)
+// asker returns how ask decisions are answered: nil (deny), always
+// allow, or a prompt on cordon's own terminal.
+func (o *runOptions) asker() (func(*supervisor.Decision) bool, error) {
+	switch o.ask {
+	case "deny":
+		return nil, nil
+	case "allow":
+		return func(*supervisor.Decision) bool { return true }, nil
+	case "tty":
+		if o.askTimeout <= 0 {
+			return nil, errors.New("--ask-timeout must be positive")
+		}
+		return runner.AskTerminal(o.askTimeout, os.Stderr), nil
 	}
-	if def == policy.Ask {
-		return nil, errors.New("--default: want allow or deny")
-	}
-	if o.policyFile != "" {
-		return nil, fmt.Errorf("--policy %s: policy files are not supported yet", o.policyFile)
-	}
-	cfg := policy.Config{Default: def, Builtins: !o.noDefaults}
-	for _, r := range o.deny {
-		cfg.Rules = append(cfg.Rules, policy.Rule{Decision: policy.Deny, Pattern: r, Source: "--deny"})
-	}
-	for _, r := range o.allow {
-		cfg.Rules = append(cfg.Rules, policy.Rule{Decision: policy.Allow, Pattern: r, Source: "--allow"})
-	}
-	return policy.Compile(cfg)
+	return nil, fmt.Errorf("--ask: unknown mode %q (want deny, allow or tty)", o.ask)
 }
 
 func (o *runOptions) run(cmd *cobra.Command, args []string) error {
-	pol, err := o.policy()
+	logger := slog.New(slog.DiscardHandler)
+	if o.debug {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	eff, err := o.loadPolicy(cmd.Flags(), os.Stderr)
+	if err != nil {
+		return err
+	}
+	logger.Debug("policy", "from", eff.loaded.String(), "searched", eff.loaded.Searched,
+		"default", eff.cfg.Default.String(), "builtins", eff.cfg.Builtins, "rules", len(eff.pol.Rules()))
+	ask, err := o.asker()
 	if err != nil {
 		return err
 	}
 	iso, err := runner.ParseIsolation(o.isolation)
 	if err != nil {
 		return fmt.Errorf("--isolation: %w", err)
+	}
+	verify, err := supervisor.ParseVerify(o.verify)
+	if err != nil {
+		return fmt.Errorf("--verify: %w", err)
 	}
 	netMode, err := bwrap.ParseNet(o.net)
 	if err != nil {
@@ -121,10 +143,6 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	dir, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("finding the current directory: %w", err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	if o.debug {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
@@ -149,8 +167,10 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		Argv:                 args,
 		Env:                  os.Environ(),
 		Dir:                  dir,
-		Policy:               pol,
+		Policy:               eff.pol,
+		Ask:                  ask,
 		Isolation:            iso,
+		Verify:               verify,
 		RW:                   absAll(o.rw),
 		RO:                   absAll(o.ro),
 		Net:                  netMode,

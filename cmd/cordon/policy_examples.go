@@ -1,0 +1,87 @@
+package main
+
+// This file holds "cordon policy test" (a file named policy_test.go would be
+// a Go test file).
+
+import (
+	"fmt"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/supervisor"
+	"github.com/spf13/cobra"
+)
+
+// exitExamplesFailed is "cordon policy test"'s exit code when an example
+// does not hold.
+const exitExamplesFailed = 1
+
+// policyTestOptions holds the flags of "cordon policy test".
+type policyTestOptions struct {
+	file string
+}
+
+func newPolicyTestCmd() *cobra.Command {
+	opts := &policyTestOptions{}
+	cmd := &cobra.Command{
+		Use:   "test [--policy FILE]",
+		Short: "Run the policy file's examples",
+		Long: `test decides every example of the policy file and prints PASS or FAIL for
+each, with what the policy decided instead and why. Unlike loading the policy
+for a run, which stops at the first failing example with an error, test
+reports them all. It exits 0 when every example holds, 1 when one does not,
+and 125 when the file does not load.
+
+Examples are decided against the file alone (no --deny/--allow flags) and by
+name only, as "cordon policy check" decides: argv[0] names the program as
+written.`,
+		Example: `  # The examples of the policy that applies in this directory
+  cordon policy test
+
+  # A given file, e.g. before committing it
+  cordon policy test --policy cordon.yaml`,
+		Args:          cobra.NoArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return opts.run(cmd)
+		},
+	}
+	cmd.Flags().StringVar(&opts.file, "policy", "", "policy file (default: the one \"cordon run\" would use here)")
+	return cmd
+}
+
+func (o *policyTestOptions) run(cmd *cobra.Command) error {
+	l, err := loadPolicyFile(o.file, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	cfg := l.Config()
+	examples := cfg.Examples
+	if len(examples) == 0 {
+		fmt.Fprintf(out, "no examples in %s\n", policyLabel(l))
+		return nil
+	}
+	cfg.Examples = nil
+	pol, err := policy.Compile(cfg)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, ex := range examples {
+		argv := supervisor.FormatArgv(ex.Argv)
+		got := pol.Decide(nameOnlyExec(ex.Argv))
+		if got.Decision == ex.Decision {
+			fmt.Fprintf(out, "PASS  %s: %s  (%s)\n", ex.Decision, argv, ex.Source)
+			continue
+		}
+		failed++
+		fmt.Fprintf(out, "FAIL  %s: %s  (%s)\n      got %s (rule: %s)\n", ex.Decision, argv, ex.Source, got.Decision, got.RuleText())
+	}
+	if failed > 0 {
+		fmt.Fprintf(out, "%d of %d examples failed in %s\n", failed, len(examples), policyLabel(l))
+		return &exitError{code: exitExamplesFailed}
+	}
+	fmt.Fprintf(out, "all %d examples hold in %s\n", len(examples), policyLabel(l))
+	return nil
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/cordon-sandbox/cordon/config"
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/spf13/pflag"
+)
+
+// ruleFlags are the policy flags shared by "cordon run", the root shorthand,
+// "cordon policy check" and "cordon policy show".
+type ruleFlags struct {
+	file        string
+	deny, allow []string
+	def         string
+	noDefaults  bool
+}
+
+func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
+	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON or a fence config); default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml")
+	fs.StringArrayVar(&o.deny, "deny", nil, "deny execs matching RULE (repeatable), e.g. --deny \"git push\"")
+	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable)")
+	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")
+	fs.BoolVar(&o.noDefaults, "no-defaults", false, "do not apply the built-in deny list of destructive system commands; overrides the policy file's")
+}
+
+// effectivePolicy is the policy a run enforces: the loaded file (or the
+// built-in default) with the rule flags applied on top.
+type effectivePolicy struct {
+	loaded *config.Loaded
+	cfg    policy.Config
+	pol    *policy.Policy
+	// defaultFrom and defaultsFrom say what set cfg.Default and
+	// cfg.Builtins: a file, "--default"/"--no-defaults", or the built-in
+	// default.
+	defaultFrom, defaultsFrom string
+}
+
+// loadPolicy loads the policy file (--policy, else discovery), checks the
+// file's examples against the file alone, then applies the rule flags:
+//
+//   - --deny and --allow rules are appended after the file's rules;
+//   - --default and --no-defaults replace the file's default and defaults
+//     only when given on the command line (fs.Changed).
+//
+// Discovery and file warnings go to warn as "cordon: warning: ...".
+func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer) (*effectivePolicy, error) {
+	l, err := loadPolicyFile(o.file, warn)
+	if err != nil {
+		return nil, err
+	}
+	// The examples describe the file: check them before the flags change
+	// what the file says, so an extra --deny does not break a run.
+	if len(l.File.Config.Examples) > 0 {
+		if _, err := policy.Compile(l.Config()); err != nil {
+			return nil, err
+		}
+	}
+	e := &effectivePolicy{loaded: l, cfg: l.Config()}
+	e.cfg.Rules = append([]policy.Rule(nil), e.cfg.Rules...)
+	e.cfg.Examples = nil
+	e.defaultFrom = policyLabel(l)
+	e.defaultsFrom = e.defaultFrom
+	if fs.Changed("default") {
+		d, err := policy.ParseDecision(o.def)
+		if err != nil {
+			return nil, fmt.Errorf("--default: %w", err)
+		}
+		e.cfg.Default, e.defaultFrom = d, "--default"
+	}
+	if fs.Changed("no-defaults") {
+		e.cfg.Builtins, e.defaultsFrom = !o.noDefaults, "--no-defaults"
+	}
+	for _, r := range o.deny {
+		e.cfg.Rules = append(e.cfg.Rules, policy.Rule{Decision: policy.Deny, Pattern: r, Source: "--deny"})
+	}
+	for _, r := range o.allow {
+		e.cfg.Rules = append(e.cfg.Rules, policy.Rule{Decision: policy.Allow, Pattern: r, Source: "--allow"})
+	}
+	if e.pol, err = policy.Compile(e.cfg); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// loadPolicyFile loads file, or the policy that discovery finds when file
+// is empty, and prints discovery and file warnings to warn.
+func loadPolicyFile(file string, warn io.Writer) (*config.Loaded, error) {
+	l, err := config.Load(config.Options{PolicyFile: file})
+	if l != nil {
+		for _, w := range l.Warnings {
+			fmt.Fprintf(warn, "cordon: warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// policyLabel names where a loaded policy came from, for messages: the
+// file's path, or "built-in default".
+func policyLabel(l *config.Loaded) string {
+	if l.Origin == config.OriginBuiltin {
+		return "built-in default"
+	}
+	return l.Path
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// policyShowOptions holds the flags of "cordon policy show".
+type policyShowOptions struct {
+	ruleFlags
+	json bool
+}
+
+func newPolicyShowCmd() *cobra.Command {
+	opts := &policyShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show [flags]",
+		Short: "Print the effective policy and where each part came from",
+		Long: `show prints the policy "cordon run" would enforce here with the same flags:
+which file was loaded (or the built-in default), the default decision and
+the built-in deny list and what set them, then every rule in evaluation
+order with its source: file:line, --deny, --allow or builtin.
+
+Rule flags change what was loaded as they do for a run: --deny and --allow
+rules come after the file's; --default and --no-defaults, when given,
+replace the file's default and defaults.`,
+		Example: `  cordon policy show
+  cordon policy show --policy fence.json
+  cordon policy show --default deny --allow "git status" --json | jq '.rules[] | select(.source != "builtin")'`,
+		Args:          cobra.NoArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return opts.run(cmd)
+		},
+	}
+	addRuleFlags(cmd.Flags(), &opts.ruleFlags)
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the policy as JSON")
+	return cmd
+}
+
+// shownPolicy is "cordon policy show --json".
+type shownPolicy struct {
+	// File is the policy file loaded, or "" for the built-in default.
+	File         string      `json:"file"`
+	Origin       string      `json:"origin"`
+	Format       string      `json:"format"`
+	Default      string      `json:"default"`
+	DefaultFrom  string      `json:"default_from"`
+	Builtins     bool        `json:"builtins"`
+	BuiltinsFrom string      `json:"builtins_from"`
+	Rules        []shownRule `json:"rules"`
+	Examples     int         `json:"examples"`
+}
+
+type shownRule struct {
+	Decision string `json:"decision"`
+	Pattern  string `json:"pattern"`
+	Message  string `json:"message,omitempty"`
+	Source   string `json:"source"`
+	// Override marks a fence allow rule, which wins over deny rules.
+	Override bool `json:"override,omitempty"`
+}
+
+func (o *policyShowOptions) run(cmd *cobra.Command) error {
+	eff, err := o.loadPolicy(cmd.Flags(), cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	s := shownPolicy{
+		File:         eff.loaded.Path,
+		Origin:       string(eff.loaded.Origin),
+		Format:       string(eff.loaded.File.Format),
+		Default:      eff.cfg.Default.String(),
+		DefaultFrom:  eff.defaultFrom,
+		Builtins:     eff.cfg.Builtins,
+		BuiltinsFrom: eff.defaultsFrom,
+		Rules:        []shownRule{},
+		Examples:     len(eff.loaded.File.Config.Examples),
+	}
+	for _, r := range eff.pol.Rules() {
+		s.Rules = append(s.Rules, shownRule{Decision: r.Decision.String(), Pattern: r.Pattern,
+			Message: r.Message, Source: r.Source, Override: r.Override})
+	}
+	out := cmd.OutOrStdout()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(s); err != nil {
+			return fmt.Errorf("writing policy: %w", err)
+		}
+		return nil
+	}
+	onOff := map[bool]string{true: "on", false: "off"}
+	fmt.Fprintf(out, "policy:   %s\n", eff.loaded)
+	fmt.Fprintf(out, "default:  %s (from %s)\n", s.Default, s.DefaultFrom)
+	fmt.Fprintf(out, "built-in deny list: %s (from %s)\n", onOff[s.Builtins], s.BuiltinsFrom)
+	if s.Examples > 0 {
+		fmt.Fprintf(out, "examples: %d (cordon policy test runs them)\n", s.Examples)
+	}
+	if len(s.Rules) == 0 {
+		fmt.Fprintln(out, "rules:    none")
+		return nil
+	}
+	fmt.Fprintln(out, "rules, in evaluation order (the strictest match wins):")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, r := range s.Rules {
+		dec := r.Decision
+		if r.Override {
+			dec += " (override)"
+		}
+		line := fmt.Sprintf("  %s\t%s\t%s", r.Source, dec, r.Pattern)
+		if r.Message != "" {
+			line += "  # " + r.Message
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}
