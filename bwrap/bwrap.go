@@ -76,6 +76,10 @@ func (s *Spec) Args() ([]string, error) {
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
+		// Read-only /proc: no process can write another's memory through
+		// /proc/PID/mem (and so change an allowed program's arguments
+		// after cordon checked them).
+		"--remount-ro", "/proc",
 		"--tmpfs", "/tmp",
 	}
 	// A bind hides whatever was mounted below its path before it, so

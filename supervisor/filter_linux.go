@@ -26,7 +26,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - ioctl TIOCSTI and TIOCLINUX (compared on the low 32 bits, which is all
 //     the kernel reads of the command): EPERM, so a sandboxed program cannot
 //     push keystrokes into the user's terminal;
-//   - io_uring, userfaultfd and process_vm_writev: refused (see below);
+//   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
 func Filter() ([]byte, error) {
@@ -73,7 +73,8 @@ func Filter() ([]byte, error) {
 	//   - userfaultfd: can stall the supervisor's read of a caller's
 	//     argv on a page fault it controls;
 	//   - process_vm_writev: rewrites another process's memory (its argv
-	//     while it waits for a decision) without ptrace.
+	//     while it waits for a decision) without ptrace;
+	//   - ptrace: see below.
 	for _, rule := range []struct {
 		name  string
 		errno unix.Errno
@@ -82,6 +83,10 @@ func Filter() ([]byte, error) {
 		{"io_uring_enter", unix.ENOSYS},
 		{"io_uring_register", unix.ENOSYS},
 		{"userfaultfd", unix.EPERM},
+		// ptrace: a tracer can rewrite a traced program's memory after
+		// its exec was checked. Debuggers and strace do not work inside
+		// the sandbox; run them outside.
+		{"ptrace", unix.EPERM},
 		{"process_vm_writev", unix.EPERM},
 	} {
 		sc, err := seccomp.GetSyscallFromName(rule.name)

@@ -31,6 +31,9 @@ func raceable(pid int, trusted int, addrs []uint64) string {
 	if trusted > 0 && kcmp(pid, trusted, kcmpVM) {
 		return "" // the init's own spawn: trusted code
 	}
+	if tp := procStatusField(proc+"/status", "TracerPid"); tp != "0" {
+		return fmt.Sprintf("the caller is traced by process %s, which can rewrite its arguments", tp)
+	}
 	if n := procStatusField(proc+"/status", "Threads"); n != "1" {
 		return fmt.Sprintf("the caller has %s threads", n)
 	}

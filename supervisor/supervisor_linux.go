@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -317,6 +318,8 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 	var errno syscall.Errno
 	if path == "" && call.flags&unix.AT_EMPTY_PATH != 0 {
 		tgt, errno = openTargetFD(pid, call.dirfd)
+	} else if fd, ok := ownFDPath(d.Exec.Resolved); ok {
+		tgt, errno = openTargetFD(pid, fd)
 	} else {
 		tgt, errno = openTarget(pid, d.Exec.Resolved)
 	}
@@ -421,6 +424,22 @@ func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
 		return unix.EPERM
 	}
 	return 0
+}
+
+// ownFDPath recognises /proc/self/fd/N, /proc/thread-self/fd/N and
+// /dev/fd/N: paths through which a process runs one of its own
+// descriptors. They are magic links, which lookups in the sandbox's root
+// refuse to follow, so the descriptor is opened directly.
+func ownFDPath(p string) (int32, bool) {
+	for _, prefix := range []string{"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			n, err := strconv.Atoi(rest)
+			if err == nil && n >= 0 {
+				return int32(n), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // readErrno maps a failure to read the caller's memory to what the kernel

@@ -227,7 +227,9 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 			}
 		}
 		if tr == nil {
-			_ = unix.PtraceDetach(pid)
+			tr = &tracee{tid: pid}
+			t.tracees[pid] = tr
+			t.detach(tr)
 			return
 		}
 		tr.tid = pid
@@ -238,17 +240,32 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 		// go on. Back in user space: the exec failed; nothing ran that
 		// was not checked, so detach.
 		tr := t.tracees[pid]
-		if tr != nil && inExec(pid, tr.d.Arch) {
+		if tr == nil {
+			tr = &tracee{tid: pid}
+			t.tracees[pid] = tr
+		}
+		if inExec(pid, tr.d.Arch) {
 			tr.deadline, tr.interrupted = time.Now().Add(execEventWait), false
 			_ = unix.PtraceCont(pid, 0)
 			return
 		}
-		delete(t.tracees, pid)
-		_ = unix.PtraceDetach(pid)
+		t.detach(tr)
 	case ws.Stopped():
 		// Signal-delivery-stop: give the signal back to the tracee.
 		_ = unix.PtraceCont(pid, int(ws.StopSignal()))
 	}
+}
+
+// detach lets tr go. A tracee only leaves the table once detached or
+// reaped: one that was killed meanwhile can no longer be detached (it is not
+// stopped), and its exit must then be waited for here, or its real parent
+// would never see it die.
+func (t *tracer) detach(tr *tracee) {
+	if err := unix.PtraceDetach(tr.tid); err == nil {
+		delete(t.tracees, tr.tid)
+		return
+	}
+	tr.killed = true // dying: drain reaps its exit
 }
 
 // expire interrupts tracees whose exec event is overdue.
@@ -259,8 +276,8 @@ func (t *tracer) expire() {
 			continue
 		}
 		tr.interrupted = true
-		if err := unix.PtraceInterrupt(tid); err != nil {
-			delete(t.tracees, tid)
+		if err := unix.PtraceInterrupt(tid); err != nil && unix.Kill(tid, 0) == unix.ESRCH {
+			delete(t.tracees, tid) // gone and reaped: nothing left to wait for
 		}
 	}
 }
@@ -274,8 +291,7 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	d.Pid = pid
 	ok, exec, res := t.decideImage(pid, &tr.d)
 	if ok {
-		delete(t.tracees, pid)
-		_ = unix.PtraceDetach(pid)
+		t.detach(tr)
 		return
 	}
 	// What runs is not what was allowed: it must not execute one
@@ -283,6 +299,9 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	// kills it; its death is reported to us and consumed by drain.
 	_ = unix.Kill(pid, unix.SIGKILL)
 	tr.killed = true
+	if exec.Argv == nil {
+		return // it was already going away: its /proc entries are gone
+	}
 	d.Exec = exec
 	d.Result = res
 	d.Errno = unix.EPERM
@@ -299,16 +318,18 @@ func (t *tracer) verify(pid int, tr *tracee) {
 // already approved when it was checked.
 func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, policy.Result) {
 	proc := "/proc/" + strconv.Itoa(pid)
-	raw, err := os.ReadFile(proc + "/cmdline")
+	// A nil Argv in the result means pid vanished (killed by someone else
+	// while stopped): it is denied, but there is nothing to report.
 	var exec policy.Exec
+	raw, err := os.ReadFile(proc + "/cmdline")
 	if err != nil {
 		return false, exec, policy.Result{Decision: policy.Deny}
 	}
-	exec.Argv = splitCmdline(raw)
 	fd, err := unix.Open(proc+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, exec, policy.Result{Decision: policy.Deny}
 	}
+	exec.Argv = splitCmdline(raw)
 	defer unix.Close(fd)
 	id, _, err := fstatID(fd)
 	if err != nil {

@@ -163,9 +163,12 @@ func sandboxLeftovers(t *testing.T) []string {
 		if strings.Contains(string(stat), ") Z ") {
 			continue // a zombie of some other test harness; not ours to reap
 		}
-		if exe == cordonBin || strings.HasSuffix(exe, "/bwrap") {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		args := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		// bwrap counts only when it runs our binary's init: other
+		// sandboxes on the host (other test binaries) are not ours.
+		if exe == cordonBin || (strings.HasSuffix(exe, "/bwrap") && strings.Contains(args, cordonBin)) {
+			out = append(out, fmt.Sprintf("%d %s", pid, args))
 		}
 	}
 	return out
