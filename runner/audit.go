@@ -26,6 +26,7 @@ type auditRecord struct {
 	Decision  string   `json:"decision"`
 	Rule      string   `json:"rule"`
 	RuleID    string   `json:"rule_id,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
 	Errno     int      `json:"errno,omitempty"`
 	Error     string   `json:"error,omitempty"`
 	LatencyUs int64    `json:"latency_us"`
@@ -45,6 +46,7 @@ func writeAudit(w io.Writer, d *supervisor.Decision) {
 		Decision:  d.Result.Decision.String(),
 		Rule:      d.Result.RuleText(),
 		Errno:     int(d.Errno),
+		Reason:    d.Reason,
 		LatencyUs: d.Latency.Microseconds(),
 	}
 	if d.Errno != 0 && !d.Denied() {
