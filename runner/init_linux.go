@@ -87,13 +87,24 @@ func InitMain() int {
 		return exitCodeForErrno(errno)
 	}
 	listener, err := supervisor.InstallFilter(cfg.Filter)
-	if err != nil {
+	switch {
+	case errors.Is(err, supervisor.ErrListenerBusy) && len(cfg.Fallback) > 0:
+		// Another notify listener exists above us: the host supervises
+		// with ptrace only. The rest of the filter still applies.
+		if err := supervisor.InstallFallbackFilter(cfg.Fallback); err != nil {
+			return setupErr(fmt.Errorf("installing fallback seccomp filter: %w", err))
+		}
+		if err := conn.send(initMsg{Kind: msgListener, PtraceOnly: true}); err != nil {
+			return fail("sending listener: %v", err)
+		}
+	case err != nil:
 		return setupErr(fmt.Errorf("installing seccomp filter: %w", err))
+	default:
+		if err := conn.send(initMsg{Kind: msgListener}, listener); err != nil {
+			return fail("sending listener: %v", err)
+		}
+		unix.Close(listener)
 	}
-	if err := conn.send(initMsg{Kind: msgListener}, listener); err != nil {
-		return fail("sending listener: %v", err)
-	}
-	unix.Close(listener)
 	var goMsg initMsg
 	if _, err := conn.recv(&goMsg); err != nil || goMsg.Kind != msgHostGo {
 		return fail("waiting for the host: %v", err)

@@ -140,12 +140,17 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer conn.close()
+	fallback, err := supervisor.FallbackFilter()
+	if err != nil {
+		return Result{}, &SetupError{Err: err}
+	}
 	if err := conn.send(configMsg{
-		Argv:   l.o.Argv,
-		Env:    l.o.Env,
-		Dir:    l.o.Dir,
-		Filter: filter,
-		Reap:   l.o.Isolation == IsolationNone,
+		Argv:     l.o.Argv,
+		Env:      l.o.Env,
+		Dir:      l.o.Dir,
+		Filter:   filter,
+		Fallback: fallback,
+		Reap:     l.o.Isolation == IsolationNone,
 	}); err != nil {
 		return Result{}, l.setupFailed(fmt.Errorf("sending configuration to the sandbox: %w", err))
 	}
@@ -166,12 +171,16 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		closeAll(fds)
 		return Result{}, l.setupFailed(fmt.Errorf("unexpected message %q from the sandbox", m.Kind))
 	}
-	if len(fds) != 1 || conn.pid <= 0 {
+	wantFDs := 1
+	if m.PtraceOnly {
+		wantFDs = 0
+	}
+	if len(fds) != wantFDs || conn.pid <= 0 {
 		closeAll(fds)
-		return Result{}, l.setupFailed(fmt.Errorf("sandbox sent %d descriptors and pid %d, want a listener and its pid", len(fds), conn.pid))
+		return Result{}, l.setupFailed(fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), conn.pid, wantFDs))
 	}
 	l.initPgrp = int(conn.pid)
-	l.sup, err = supervisor.New(fds[0], l.o.Policy, supervisor.Options{
+	supOpts := supervisor.Options{
 		OnDecision: l.onDecision,
 		Ask:        l.o.Ask,
 		Logger:     l.log,
@@ -180,10 +189,18 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		SearchPath: envValue(l.o.Env, "PATH"),
 		WedgeAfter: l.o.WedgeSupervisorAfter,
 		DropAfter:  l.o.DropSupervisorAfter,
-	})
+	}
+	if m.PtraceOnly {
+		fmt.Fprintln(l.o.Stderr, "cordon: warning: a seccomp notify listener already exists above this sandbox "+
+			"(nested cordon, another notify-based tool, or WSL2 mirrored networking): supervising with ptrace only; "+
+			"a denied program is killed when it starts instead of failing with \"Operation not permitted\"")
+		l.sup, err = supervisor.NewPtraceOnly(l.initPgrp, l.o.Policy, supOpts)
+	} else {
+		l.sup, err = supervisor.New(fds[0], l.o.Policy, supOpts)
+	}
 	if err != nil {
-		unix.Close(fds[0])
-		return Result{}, l.setupFailed(err)
+		closeAll(fds)
+		return Result{}, l.setupFailed(fmt.Errorf("starting the supervisor: %w", err))
 	}
 	go func() {
 		if err := l.sup.Run(); err != nil {

@@ -30,6 +30,9 @@ type configMsg struct {
 	Env    []string `json:"env"`
 	Dir    string   `json:"dir"`
 	Filter []byte   `json:"filter"`
+	// Fallback is the filter to install when Filter's listener cannot be
+	// had (EBUSY): execs are then supervised with ptrace only.
+	Fallback []byte `json:"fallback"`
 	// Reap asks the init to kill and reap every descendant after the command
 	// exits; without a pid namespace nothing else would.
 	Reap bool `json:"reap"`
@@ -39,11 +42,12 @@ type configMsg struct {
 // that are not UTF-8 (a file name in Latin-1, an odd environment value), so
 // argv, env and the directory travel as bytes (base64 in JSON).
 type wireConfig struct {
-	Argv   [][]byte `json:"argv"`
-	Env    [][]byte `json:"env"`
-	Dir    []byte   `json:"dir"`
-	Filter []byte   `json:"filter"`
-	Reap   bool     `json:"reap"`
+	Argv     [][]byte `json:"argv"`
+	Env      [][]byte `json:"env"`
+	Dir      []byte   `json:"dir"`
+	Filter   []byte   `json:"filter"`
+	Fallback []byte   `json:"fallback"`
+	Reap     bool     `json:"reap"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -64,7 +68,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Reap: c.Reap})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -73,7 +77,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Reap: w.Reap}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap}
 	return nil
 }
 
@@ -95,6 +99,9 @@ type initMsg struct {
 	Message string `json:"message,omitempty"`
 	Status  uint32 `json:"status,omitempty"`
 	Signal  int    `json:"signal,omitempty"`
+	// PtraceOnly, on msgListener, says that no listener could be had
+	// (another one exists above us): no fd comes with the message.
+	PtraceOnly bool `json:"ptrace_only,omitempty"`
 }
 
 // frameConn sends and receives frames, with descriptors and the sender's

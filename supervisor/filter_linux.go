@@ -29,7 +29,15 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
-func Filter() ([]byte, error) {
+func Filter() ([]byte, error) { return buildFilter(true) }
+
+// FallbackFilter is Filter without the notify rules, for ptrace-only
+// supervision: where a notify listener already exists above the sandbox,
+// execs are allowed by the filter and verified at PTRACE_EVENT_EXEC instead.
+// Everything else (architectures, TIOCSTI, the refused calls) is the same.
+func FallbackFilter() ([]byte, error) { return buildFilter(false) }
+
+func buildFilter(notify bool) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("creating seccomp filter: %w", err)
@@ -44,6 +52,9 @@ func Filter() ([]byte, error) {
 		return nil, fmt.Errorf("setting bad-arch action: %w", err)
 	}
 	for _, name := range []string{"execve", "execveat"} {
+		if !notify {
+			break
+		}
 		sc, err := seccomp.GetSyscallFromName(name)
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s: %w", name, err)
@@ -167,4 +178,20 @@ func InstallFilter(raw []byte) (int, error) {
 		return -1, err
 	}
 	return fd, nil
+}
+
+// InstallFallbackFilter loads raw (from FallbackFilter) on every thread of
+// the calling process, without a listener.
+func InstallFallbackFilter(raw []byte) error {
+	prog, err := decodeFilter(raw)
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
+	}
+	_, err = seccompSetFilter(prog, unix.SECCOMP_FILTER_FLAG_TSYNC)
+	return err
 }

@@ -89,3 +89,7 @@ func seccompSetFilter(prog []unix.SockFilter, flags uintptr) (int, error) {
 	}
 	return int(r), nil
 }
+
+// unsafePointer is unsafe.Pointer, for the one ptrace call elsewhere in the
+// package that passes a buffer.
+func unsafePointer[T any](p *T) unsafe.Pointer { return unsafe.Pointer(p) }

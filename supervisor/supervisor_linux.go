@@ -96,10 +96,12 @@ type Supervisor struct {
 	pol      *policy.Policy // bound to files
 	files    *files
 	tracer   *tracer // nil in strict mode
-	opts     Options
-	log      *slog.Logger
-	mem      memReader
-	handled  int // notifications answered; owned by Run's goroutine
+	// ptraceOnly: no listener; the tracer follows every task.
+	ptraceOnly bool
+	opts       Options
+	log        *slog.Logger
+	mem        memReader
+	handled    int // notifications answered; owned by Run's goroutine
 
 	// recv is notifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccompNotif) error
@@ -147,8 +149,33 @@ func (s *Supervisor) report(d *Decision) {
 	}
 }
 
-// VerifyMode says how allowed execs are verified: "ptrace" or "strict".
+// NewPtraceOnly returns a supervisor for a sandbox that could not get a
+// notify listener (another one exists above it): every task of the sandbox
+// is traced from its init (rootPid) on, and each exec is decided at
+// PTRACE_EVENT_EXEC. A denied program is killed before it runs; its caller
+// sees it die of SIGKILL instead of an EPERM from execve. Call it before the
+// init starts anything.
+func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, error) {
+	s, err := New(-1, pol, Options{OnDecision: opts.OnDecision, Ask: opts.Ask, Logger: opts.Logger,
+		RootPid: rootPid, SearchPath: opts.SearchPath, Verify: VerifyPtrace})
+	if err != nil {
+		return nil, err
+	}
+	s.tracer.follow, s.tracer.ask = true, opts.Ask
+	if err := s.tracer.followAll(rootPid); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.ptraceOnly = true
+	return s, nil
+}
+
+// VerifyMode says how execs are checked: "ptrace" (notify, verified with
+// ptrace), "strict" (notify, strict mode) or "ptrace-only".
 func (s *Supervisor) VerifyMode() string {
+	if s.ptraceOnly {
+		return "ptrace-only"
+	}
 	if s.tracer != nil {
 		return "ptrace"
 	}
@@ -178,6 +205,9 @@ func (s *Supervisor) Run() error {
 	fds := []unix.PollFd{
 		{Fd: int32(s.listener), Events: unix.POLLIN},
 		{Fd: int32(s.wake), Events: unix.POLLIN},
+	}
+	if s.listener < 0 {
+		fds[0].Fd = -1 // ptrace-only: poll ignores negative fds
 	}
 	var n seccompNotif
 	for {

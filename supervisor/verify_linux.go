@@ -83,9 +83,16 @@ type tracer struct {
 	// thread.
 	report func(*Decision)
 
-	reqs chan attachReq
-	stop chan struct{}
-	done chan struct{}
+	reqs    chan attachReq
+	follows chan followReq
+	stop    chan struct{}
+	done    chan struct{}
+
+	// follow is ptrace-only supervision: every task of the sandbox is
+	// traced from the start (forks, vforks and clones followed), and every
+	// exec is decided at its exec event, since no notification came first.
+	follow bool
+	ask    func(*Decision) bool
 
 	// Owned by the tracer thread.
 	tracees map[int]*tracee
@@ -94,6 +101,11 @@ type tracer struct {
 type attachReq struct {
 	tid   int
 	d     Decision
+	reply chan error
+}
+
+type followReq struct {
+	pid   int
 	reply chan error
 }
 
@@ -115,6 +127,7 @@ func newTracer(pol *policy.Policy, fs *files, log *slog.Logger, report func(*Dec
 		log:     log,
 		report:  report,
 		reqs:    make(chan attachReq),
+		follows: make(chan followReq),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		tracees: map[int]*tracee{},
@@ -163,12 +176,17 @@ func (t *tracer) loop() {
 		case r := <-t.reqs:
 			r.reply <- t.seize(r)
 			t.drain()
+		case r := <-t.follows:
+			r.reply <- t.seizeAll(r.pid)
+			t.drain()
 		case <-sigchld:
 			t.drain()
 		case <-tick.C:
 			if len(t.tracees) > 0 {
 				t.drain()
-				t.expire()
+				if !t.follow {
+					t.expire()
+				}
 			}
 		case <-t.stop:
 			for tid := range t.tracees {
@@ -213,6 +231,10 @@ func (t *tracer) drain() {
 }
 
 func (t *tracer) event(pid int, ws unix.WaitStatus) {
+	if t.follow {
+		t.followEvent(pid, ws)
+		return
+	}
 	switch {
 	case ws.Exited() || ws.Signaled():
 		delete(t.tracees, pid)
@@ -348,6 +370,16 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, pol
 	t.files.setCurrent(&tgt)
 	res := t.pol.Decide(&exec)
 	t.files.setCurrent(nil)
+	if t.follow && checked.Expect == nil {
+		// Ptrace-only: no notification said this was a script. The
+		// kernel's rewrite shows: argv is the #! line's interpreter (and
+		// its argument), then a file whose #! line is exactly that.
+		if script, ok := t.scriptBehind(pid, exec.Argv); ok {
+			if r := t.pol.Decide(&script); r.Decision > res.Decision {
+				res, exec = r, script
+			}
+		}
+	}
 	if checked.Expect != nil {
 		// A #! script: the image is its interpreter, so decide the script
 		// too, with the arguments the kernel really copied. The kernel's
@@ -372,9 +404,6 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, pol
 		if approved {
 			return true, exec, res
 		}
-	}
-	if res.Decision != policy.Deny {
-		res = policy.Result{Decision: policy.Deny, Rule: res.Rule}
 	}
 	return false, exec, res
 }
@@ -434,4 +463,161 @@ func equalArgv(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// Ptrace-only supervision (the notify listener could not be had).
+
+const followOptions = unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
+	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_EXITKILL
+
+// followAll starts tracing every thread of pid (and, through fork, vfork
+// and clone events, everything they start). Call it before pid starts
+// anything.
+func (t *tracer) followAll(pid int) error {
+	r := followReq{pid: pid, reply: make(chan error, 1)}
+	select {
+	case t.follows <- r:
+	case <-t.done:
+		return fmt.Errorf("%w: tracer stopped", errAttach)
+	}
+	return <-r.reply
+}
+
+// seizeAll seizes every thread of pid, repeating until no new thread shows
+// up: a thread created while we list is either listed next time or was
+// created by a thread we already trace (and so reported by a clone event).
+func (t *tracer) seizeAll(pid int) error {
+	for {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			return fmt.Errorf("%w: listing threads of %d: %v", errAttach, pid, err)
+		}
+		added := 0
+		for _, e := range tasks {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil || t.tracees[tid] != nil {
+				continue
+			}
+			_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, uintptr(followOptions), 0, 0)
+			if errno != 0 {
+				return fmt.Errorf("%w: ptrace(PTRACE_SEIZE, %d): %v", errAttach, tid, errno)
+			}
+			t.tracees[tid] = &tracee{tid: tid}
+			added++
+		}
+		if added == 0 {
+			return nil
+		}
+	}
+}
+
+func (t *tracer) followEvent(pid int, ws unix.WaitStatus) {
+	if ws.Exited() || ws.Signaled() {
+		delete(t.tracees, pid)
+		return
+	}
+	if !ws.Stopped() {
+		return
+	}
+	if t.tracees[pid] == nil {
+		// A new child can report its first stop before its parent's
+		// fork event.
+		t.tracees[pid] = &tracee{tid: pid}
+	}
+	switch cause := ws.TrapCause(); {
+	case ws.StopSignal() == unix.SIGTRAP && cause == unix.PTRACE_EVENT_EXEC:
+		if old, err := unix.PtraceGetEventMsg(pid); err == nil && int(old) != pid {
+			delete(t.tracees, int(old)) // a non-leader thread exec'd: it now has pid
+		}
+		t.followExec(pid)
+	case ws.StopSignal() == unix.SIGTRAP && (cause == unix.PTRACE_EVENT_FORK || cause == unix.PTRACE_EVENT_VFORK || cause == unix.PTRACE_EVENT_CLONE):
+		if child, err := unix.PtraceGetEventMsg(pid); err == nil && t.tracees[int(child)] == nil {
+			t.tracees[int(child)] = &tracee{tid: int(child)}
+		}
+		_ = unix.PtraceCont(pid, 0)
+	case cause == unix.PTRACE_EVENT_STOP:
+		if groupStop(pid) {
+			// Keep job control working: stay stopped, but let us know
+			// when it continues.
+			_, _, _ = unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_LISTEN, uintptr(pid), 0, 0, 0, 0)
+			return
+		}
+		_ = unix.PtraceCont(pid, 0) // a new child's first stop
+	default:
+		_ = unix.PtraceCont(pid, int(ws.StopSignal())) // signal-delivery-stop
+	}
+}
+
+// groupStop tells a group-stop from the other PTRACE_EVENT_STOPs:
+// PTRACE_GETSIGINFO fails with EINVAL for it (ptrace(2)).
+func groupStop(pid int) bool {
+	var si [128]byte
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(pid), 0, uintptr(unsafePointer(&si)), 0, 0)
+	return e == unix.EINVAL
+}
+
+// followExec decides an exec that no notification announced: allowed, the
+// tracee goes on (still followed); denied, it is killed before it runs.
+func (t *tracer) followExec(pid int) {
+	start := time.Now()
+	var none Decision
+	ok, exec, res := t.decideImage(pid, &none)
+	d := Decision{Time: start, Pid: pid, Exec: exec, Result: res}
+	if !ok && res.Decision == policy.Ask && exec.Argv != nil && t.ask != nil {
+		ok = t.ask(&d)
+	}
+	if ok {
+		_ = unix.PtraceCont(pid, 0)
+		return
+	}
+	_ = unix.Kill(pid, unix.SIGKILL)
+	if exec.Argv == nil {
+		return
+	}
+	d.Errno = unix.EPERM
+	d.Reason = "ptrace-only supervision: killed at exec"
+	d.Latency = time.Since(start)
+	if t.report != nil {
+		t.report(&d)
+	}
+}
+
+// scriptBehind recognises an image that the kernel started for a #! script
+// and returns the script's exec: its path as argv[0], then its arguments.
+func (t *tracer) scriptBehind(pid int, argv []string) (policy.Exec, bool) {
+	for i := 1; i <= 2 && i < len(argv); i++ {
+		cand := argv[i]
+		if cand == "" {
+			continue
+		}
+		resolved := cand
+		if !strings.HasPrefix(cand, "/") {
+			cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+			if err != nil {
+				return policy.Exec{}, false
+			}
+			resolved = cwd + "/" + cand
+		}
+		tgt, errno := openTarget(pid, resolved)
+		if errno != 0 || tgt.fd < 0 {
+			continue
+		}
+		interp, arg, ok := shebang(readHead(tgt.fd))
+		want := []string{interp}
+		if arg != "" {
+			want = append(want, arg)
+		}
+		if !ok || len(want) != i || !equalArgv(want, argv[:i]) {
+			unix.Close(tgt.fd)
+			continue
+		}
+		e := policy.Exec{Argv: append([]string{cand}, argv[i+1:]...), Path: cand, Resolved: resolved,
+			File: tgt.id, Known: true}
+		if tgt.path != "" {
+			e.Resolved = tgt.path
+		}
+		unix.Close(tgt.fd)
+		return e, true
+	}
+	return policy.Exec{}, false
 }
