@@ -528,3 +528,46 @@ func cgroupV2Path(procSelfCgroup string) (string, bool) {
 func isIdentityUIDMap(uidMap string) bool {
 	return strings.Join(strings.Fields(uidMap), " ") == "0 0 4294967295"
 }
+
+// verificationChecks adds the exec-verification row (which of cordon's
+// modes a run on this host will use) and, where the notify listener is
+// taken but ptrace works, turns the listener rows from FAIL into warnings:
+// cordon then supervises with ptrace only.
+func verificationChecks(checks []Check, sf SeccompFeatures) []Check {
+	ptraceOK := false
+	for _, c := range checks {
+		if c.Name == CheckPtrace {
+			ptraceOK = c.Status == StatusOK
+		}
+	}
+	v := Check{Name: CheckVerification}
+	switch {
+	case sf.ListenerBusy && ptraceOK:
+		v.Status = StatusWarn
+		v.Detail = "ptrace-only: the notify listener is taken, so every exec is decided at PTRACE_EVENT_EXEC and a denied program is killed when it starts (its caller sees SIGKILL, not EPERM)"
+		v.Fix = "see notify-listener"
+		for i := range checks {
+			if checks[i].Status == StatusFail && (checks[i].Name == CheckNotifyListener || checks[i].Name == CheckSeccompNotify ||
+				checks[i].Name == CheckNotifyContinue || checks[i].Name == CheckTSyncListener) {
+				checks[i].Status = StatusWarn
+				checks[i].Detail += "; cordon falls back to ptrace-only supervision"
+			}
+		}
+	case sf.ListenerBusy:
+		v.Status = StatusFail
+		v.Detail = "none: the notify listener is taken and ptrace is not available, so cordon cannot supervise execs here"
+		v.Fix = "see notify-listener and ptrace"
+	case sf.UserNotif.Supported && ptraceOK:
+		v.Status = StatusOK
+		v.Detail = "notify + ptrace: every allowed exec is re-checked at PTRACE_EVENT_EXEC (--verify auto)"
+	case sf.UserNotif.Supported:
+		v.Status = StatusWarn
+		v.Detail = "notify + strict mode: without ptrace, only callers that cannot change their arguments after the check are let through; multithreaded programs cannot exec"
+		v.Fix = "see ptrace"
+	default:
+		v.Status = StatusFail
+		v.Detail = "none: seccomp user notification is not available"
+		v.Fix = "see seccomp-notify"
+	}
+	return append(checks, v)
+}

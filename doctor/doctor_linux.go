@@ -77,6 +77,7 @@ func Run(ctx context.Context, opts Options) Report {
 		ptraceCheck(ptraceFacts{Root: root, YamaScope: yama, SeizeErr: ptraceErr}),
 		cgroupCheck(cg),
 	)
+	checks = verificationChecks(checks, sf)
 	return newReport(checks, sf)
 }
 

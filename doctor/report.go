@@ -33,6 +33,7 @@ const (
 	CheckUserNS           = "userns"
 	CheckBwrap            = "bwrap"
 	CheckPtrace           = "ptrace"
+	CheckVerification     = "exec-verification"
 	CheckCgroup2          = "cgroup2"
 )
 

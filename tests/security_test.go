@@ -53,4 +53,17 @@ func TestDoctorOnThisHost(t *testing.T) {
 	nested := cordon(t, "--", cordonBin, "doctor")
 	assert.Equal(t, 1, nested.code, nested.stdout+nested.stderr)
 	assert.Regexp(t, `(?m)^notify-listener\s+FAIL\s`, nested.stdout)
+	assert.Regexp(t, `(?m)^exec-verification\s+FAIL\s`, nested.stdout, "no notify listener and no ptrace: nothing can supervise")
+	assert.Regexp(t, `(?m)^exec-verification\s+ok\s+notify \+ ptrace`, r.stdout)
+
+	// A nested cordon therefore refuses to run rather than run unsupervised:
+	// its bwrap cannot create namespaces without capabilities, and without
+	// bwrap it cannot trace (ptrace is refused in the sandbox).
+	inner := cordon(t, "--", cordonBin, "--", "true")
+	assert.Equal(t, 125, inner.code, inner.stderr)
+	assert.Contains(t, inner.stderr, "cordon: sandbox setup failed: bwrap:")
+	inner = cordon(t, "--", cordonBin, "--isolation", "none", "--", "true")
+	assert.Equal(t, 125, inner.code, inner.stderr)
+	assert.Contains(t, inner.stderr, "supervising with ptrace only")
+	assert.Contains(t, inner.stderr, "cordon: sandbox setup failed: starting the supervisor: cannot attach with ptrace")
 }
