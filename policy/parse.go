@@ -232,7 +232,7 @@ func (p *parser) words(n *yaml.Node, what string) ([]string, bool, error) {
 	return nil, false, p.errf(n, "%s: want a string or a list of strings", what)
 }
 
-var cordonKeys = []string{"version", "default", "defaults", "rules", "examples"}
+var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "rules", "examples"}
 
 // fenceKeys are the top-level keys of a fence config.
 var fenceKeys = map[string]bool{
@@ -283,6 +283,12 @@ func (p *parser) cordon(keys []entry) error {
 				return err
 			}
 			cfg.Builtins = b
+		case "deny_writable_exec":
+			b, err := p.boolean(e.val, "deny_writable_exec")
+			if err != nil {
+				return err
+			}
+			cfg.DenyWritable = b
 		case "rules":
 			if err := p.rules(e.val); err != nil {
 				return err

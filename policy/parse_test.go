@@ -253,3 +253,20 @@ func countLines(s string) int {
 	}
 	return n
 }
+
+func TestParseDenyWritableExec(t *testing.T) {
+	f, err := Parse("p.yaml", []byte("version: 1\ndeny_writable_exec: true\n"))
+	require.NoError(t, err)
+	assert.True(t, f.Config.DenyWritable)
+	p, err := Compile(f.Config)
+	require.NoError(t, err)
+	r := p.Decide(&Exec{Argv: []string{"tool"}, Resolved: "/work/tool", Writable: true})
+	assert.Equal(t, Deny, r.Decision)
+	assert.Equal(t, &WritableRule, r.Rule)
+	r = p.Decide(&Exec{Argv: []string{"ls"}, Resolved: "/usr/bin/ls"})
+	assert.Equal(t, Allow, r.Decision)
+
+	_, err = Parse("p.yaml", []byte("version: 1\ndeny_writable_exec: maybe\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "p.yaml:2")
+}

@@ -92,6 +92,19 @@ type Config struct {
 	Rules    []Rule
 	// Examples are checked by Compile.
 	Examples []Example
+	// DenyWritable refuses every executable that lies on a mount the
+	// sandbox can write, or in memory (a memfd): files the workload could
+	// have written or downloaded itself (policy key deny_writable_exec).
+	DenyWritable bool
+}
+
+// WritableRule is the rule a Decide result names when Config.DenyWritable
+// refused an exec.
+var WritableRule = Rule{
+	Decision: Deny,
+	Pattern:  "deny_writable_exec",
+	Message:  "the program is on a writable mount or in memory, where the sandbox could have written it",
+	Source:   "deny_writable_exec",
 }
 
 // Exec describes one exec being decided. The supervisor fills it in from the
@@ -111,6 +124,9 @@ type Exec struct {
 	File FileID
 	// Known reports whether File is filled in.
 	Known bool
+	// Writable says the executable lies on a mount the sandbox can write,
+	// or in memory (a memfd). The supervisor fills it in.
+	Writable bool
 }
 
 // Program returns the path the exec runs: Resolved when known, else Path.
@@ -169,8 +185,9 @@ func quoteArgv(argv []string) string {
 
 // Policy is a compiled, immutable policy, safe for concurrent use.
 type Policy struct {
-	def   Decision
-	rules []Rule
+	def          Decision
+	denyWritable bool
+	rules        []Rule
 	// matchers holds one compiled matcher per rule and per distinct
 	// option table among the rule's program alternatives.
 	matchers []matcher
@@ -231,7 +248,7 @@ type identEntry struct {
 // then cfg.Rules in order. It then decides every example and fails if one
 // does not hold, returning an *ExampleError per failing example.
 func Compile(cfg Config) (*Policy, error) {
-	p := &Policy{def: cfg.Default, byName: map[string]*progRules{}}
+	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, byName: map[string]*progRules{}}
 	if cfg.Default > Deny {
 		return nil, fmt.Errorf("invalid default %s", cfg.Default)
 	}
@@ -361,6 +378,9 @@ func (p *Policy) WithFiles(f Files) *Policy {
 	return &q
 }
 
+// DenyWritable reports whether executables the sandbox can write are refused.
+func (p *Policy) DenyWritable() bool { return p.denyWritable }
+
 // Default returns the decision applied when no rule matches.
 func (p *Policy) Default() Decision { return p.def }
 
@@ -407,6 +427,9 @@ func (p *Policy) Programs() []string {
 // applies. Decide does not allocate in the common case (an argv of up to 32
 // words that needs no rewriting) and is safe for concurrent use.
 func (p *Policy) Decide(e *Exec) Result {
+	if p.denyWritable && e.Writable {
+		return Result{Decision: Deny, Rule: &WritableRule}
+	}
 	d := decider{p: p, top: e, best: rankNone}
 	d.exec(e, 0)
 	if d.best == rankNone {

@@ -17,10 +17,11 @@ import (
 
 // target is the executable an exec names, opened in the caller's root.
 type target struct {
-	pid  int // the caller
-	fd   int // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
-	id   policy.FileID
-	path string // canonical absolute path in the sandbox's view (symlinks followed)
+	pid      int  // the caller
+	writable bool // on a mount the sandbox can write, or in memory
+	fd       int  // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
+	id       policy.FileID
+	path     string // canonical absolute path in the sandbox's view (symlinks followed)
 }
 
 // inRoot is how every file cordon looks at on the sandbox's behalf is
@@ -84,10 +85,19 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 		return t, unix.EACCES
 	}
 	t.fd, t.id = fd, id
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY == 0 {
+		t.writable = true // per-mount flags: the sandbox's own view
+	}
 	// For an fd opened inside the sandbox's mount namespace the kernel
 	// renders the path as the sandbox sees it.
-	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && strings.HasPrefix(p, "/") {
-		t.path = p
+	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+		if strings.HasPrefix(p, "/memfd:") {
+			t.writable = true
+		}
+		if strings.HasPrefix(p, "/") {
+			t.path = p
+		}
 	}
 	return t, 0
 }

@@ -358,7 +358,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 	}
 	if tgt.fd >= 0 {
 		defer unix.Close(tgt.fd)
-		d.Exec.File, d.Exec.Known = tgt.id, true
+		d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
 		if tgt.path != "" {
 			d.Exec.Resolved = tgt.path
 		}

@@ -359,6 +359,8 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, pol
 	}
 	exe, _ := os.Readlink(proc + "/exe")
 	exec.Path, exec.Resolved, exec.File, exec.Known = exe, exe, id, true
+	var sfs unix.Statfs_t
+	exec.Writable = strings.HasPrefix(exe, "/memfd:") || (unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY == 0)
 	// An ask answered yes at the check holds if the kernel's argv is the
 	// one that was checked (for a script: its interpreter form).
 	want := checked.Exec.Argv

@@ -16,6 +16,7 @@ type ruleFlags struct {
 	deny, allow []string
 	def         string
 	noDefaults  bool
+	noWritable  bool
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
@@ -24,6 +25,7 @@ func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
 	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable)")
 	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")
 	fs.BoolVar(&o.noDefaults, "no-defaults", false, "do not apply the built-in deny list of destructive system commands; overrides the policy file's")
+	fs.BoolVar(&o.noWritable, "deny-writable-exec", false, "refuse programs on a writable mount (the working directory, /tmp, --rw paths) or in memory (memfd): what the workload could have written itself; overrides the policy file's deny_writable_exec")
 }
 
 // effectivePolicy is the policy a run enforces: the loaded file (or the
@@ -72,6 +74,9 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer) (*effectivePol
 	}
 	if fs.Changed("no-defaults") {
 		e.cfg.Builtins, e.defaultsFrom = !o.noDefaults, "--no-defaults"
+	}
+	if fs.Changed("deny-writable-exec") {
+		e.cfg.DenyWritable = o.noWritable
 	}
 	for _, r := range o.deny {
 		e.cfg.Rules = append(e.cfg.Rules, policy.Rule{Decision: policy.Deny, Pattern: r, Source: "--deny"})
