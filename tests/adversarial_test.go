@@ -425,8 +425,10 @@ func TestAdvThreadedPython(t *testing.T) {
 	python := requireTool(t, "python3")
 	dir := t.TempDir()
 	git := fakeBin(t, dir, "git")
-	prog, err := filepath.Abs(filepath.Join(advSrc, "threaded.py"))
-	require.NoError(t, err)
+	// The checkout may be hidden in the sandbox (a clone under /tmp): run
+	// a copy from the working directory, which is always bound.
+	prog := filepath.Join(dir, "threaded.py")
+	copyFile(t, filepath.Join(advSrc, "threaded.py"), prog, 0o644)
 
 	r := runCordon(t, runOpts{dir: dir}, "--deny", "git push", "--", python, prog, git, "subprocess")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -449,8 +451,10 @@ func TestAdvThreadedNode(t *testing.T) {
 	node := requireTool(t, "node")
 	dir := t.TempDir()
 	git := fakeBin(t, dir, "git")
-	prog, err := filepath.Abs(filepath.Join(advSrc, "threaded.js"))
-	require.NoError(t, err)
+	// The checkout may be hidden in the sandbox (a clone under /tmp): run
+	// a copy from the working directory, which is always bound.
+	prog := filepath.Join(dir, "threaded.js")
+	copyFile(t, filepath.Join(advSrc, "threaded.js"), prog, 0o644)
 	r := runCordon(t, runOpts{dir: dir}, "--deny", "git push", "--", node, prog, git)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "allowed ok=10/10\ndenied refused=10/10\nasync allowed: git ran: status\nasync denied: EPERM\ntimer ticked=true\n", r.stdout)
