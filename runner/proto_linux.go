@@ -33,17 +33,21 @@ type configMsg struct {
 	// Reap asks the init to kill and reap every descendant after the command
 	// exits; without a pid namespace nothing else would.
 	Reap bool `json:"reap"`
+	// Session selects the session mode (see session_init_linux.go): no
+	// command of its own; the init spawns processes on request.
+	Session bool `json:"session,omitempty"`
 }
 
 // wireConfig is configMsg as it travels: JSON strings would replace bytes
 // that are not UTF-8 (a file name in Latin-1, an odd environment value), so
 // argv, env and the directory travel as bytes (base64 in JSON).
 type wireConfig struct {
-	Argv   [][]byte `json:"argv"`
-	Env    [][]byte `json:"env"`
-	Dir    []byte   `json:"dir"`
-	Filter []byte   `json:"filter"`
-	Reap   bool     `json:"reap"`
+	Argv    [][]byte `json:"argv"`
+	Env     [][]byte `json:"env"`
+	Dir     []byte   `json:"dir"`
+	Filter  []byte   `json:"filter"`
+	Reap    bool     `json:"reap"`
+	Session bool     `json:"session,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -64,7 +68,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Reap: c.Reap})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Reap: c.Reap, Session: c.Session})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -73,7 +77,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Reap: w.Reap}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Reap: w.Reap, Session: w.Session}
 	return nil
 }
 
