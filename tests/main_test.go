@@ -144,7 +144,7 @@ func writeScript(t *testing.T, dir, name, body string) string {
 }
 
 // sandboxLeftovers lists live processes started from the binary under test
-// or bubblewrap processes whose parent is gone, i.e. anything a run leaked.
+// and bubblewrap processes running it, i.e. anything a run leaked.
 func sandboxLeftovers(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
@@ -163,8 +163,11 @@ func sandboxLeftovers(t *testing.T) []string {
 		if strings.Contains(string(stat), ") Z ") {
 			continue // a zombie of some other test harness; not ours to reap
 		}
-		if exe == cordonBin || strings.HasSuffix(exe, "/bwrap") {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		// Only this run's sandboxes: every bwrap cordon starts binds and
+		// runs cordonBin. Other packages' tests (runner, sandbox) and other
+		// checkouts run their own sandboxes at the same time.
+		if exe == cordonBin || strings.HasSuffix(exe, "/bwrap") && strings.Contains(string(cmdline), cordonBin) {
 			out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
 		}
 	}
