@@ -66,7 +66,9 @@ func (fc *frameConn) recvQueued(v any) error {
 				return nil
 			}
 		}
-		buf := make([]byte, 64<<10)
+		// Small: a session's reader sits in this read for the session's
+		// whole life; a larger frame is assembled in rbuf.
+		buf := make([]byte, 8<<10)
 		oob := make([]byte, 512)
 		n, oobn, _, _, err := fc.c.ReadMsgUnix(buf, oob)
 		if oobn > 0 {
