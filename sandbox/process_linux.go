@@ -67,6 +67,7 @@ type Process struct {
 	stdin         *os.File     // guarded by mu: the write end of a stdin pipe
 	decisions     []Decision   // guarded by mu: Exec's
 	lastDecision  string       // guarded by mu: the last decision's caller, kind and argv
+	untracked     bool         // guarded by mu: the shim was killed before the leader exited
 	timer         *time.Timer  // guarded by mu
 }
 
@@ -333,10 +334,14 @@ func (p *Process) onChild(ev runner.ChildEvent) {
 	case runner.ChildGone:
 		p.startOnce.Do(func() { close(p.startedCh) })
 		p.sess.unregisterShim(p)
-		p.goneOnce.Do(func() { close(p.goneCh) })
 		p.mu.Lock()
 		leaderDone, started, leader := p.leaderDone, p.leader != nil, p.leader
+		untracked := started && !leaderDone && ev.Status.Signaled()
+		p.untracked = untracked
 		p.mu.Unlock()
+		if !untracked {
+			p.goneOnce.Do(func() { close(p.goneCh) })
+		}
 		switch {
 		case leaderDone:
 		case !started:
@@ -345,10 +350,12 @@ func (p *Process) onChild(ev runner.ChildEvent) {
 			p.leaderDone = true
 			p.mu.Unlock()
 			go p.finish(0, time.Now(), "")
-		case ev.Status.Signaled():
-			// The shim was killed before it reported the leader's exit.
-			// The init reports it if it reaps the leader; if the leader
-			// is already gone, its status is lost.
+		case untracked:
+			// The shim was killed (by the workload: same uid) before the
+			// leader exited. Its tree now belongs to the init; the leader
+			// and its own descendants stay reachable through the leader's
+			// pidfd. The init reports the leader's exit when it reaps it;
+			// the tree counts as gone once that exit is recorded.
 			go p.awaitOrphanedLeader(leader)
 		}
 	}
@@ -422,6 +429,12 @@ func (p *Process) finish(ws unix.WaitStatus, at time.Time, lost string) {
 			p.log.append(Event{Kind: EventExit, Exit: &e, Time: at})
 		}
 		close(p.exitedCh)
+		p.mu.Lock()
+		untracked := p.untracked
+		p.mu.Unlock()
+		if untracked {
+			p.goneOnce.Do(func() { close(p.goneCh) })
+		}
 		p.sess.finished(p)
 	})
 }

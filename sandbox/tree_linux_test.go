@@ -409,6 +409,8 @@ func TestKillRacingExit(t *testing.T) {
 		assert.False(t, pf.alive())
 		assert.ErrorIs(t, pf.signal(unix.SIGKILL), unix.ESRCH)
 		assert.Zero(t, pf.hostPid())
+		// A walk from a dead root finds nothing, whoever has its pid now.
+		assert.Empty(t, walkTree(cmd.Process.Pid, pf))
 	})
 }
 
@@ -656,4 +658,33 @@ func TestParseSignal(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// The documented limit: the workload runs as the same user as its shim
+// and can kill it. The leader's exit is still reported with its real
+// status (the init reaps it), Kill still reaches the leader and its own
+// descendants, and what had already been re-parented to the shim goes to
+// the init, where only closing the session reaches it.
+func TestShimKilledByWorkload(t *testing.T) {
+	t.Parallel()
+	m := newTestManager(t, nil)
+	s := newTestSession(t, m, SessionSpec{})
+	p := start(t, s, StartRequest{Script: "setsid -f sleep 3401; kill -9 $PPID; echo shim-killed; sleep 3402 & exec sleep 3403"})
+	waitOutput(t, p, "shim-killed")
+	eventually(t, 5*time.Second, func() bool { return len(withMarker(s, "340")) == 3 }, "sleeps did not start")
+	for _, h := range withMarker(s, "3401") {
+		st, err := readStat(h)
+		require.NoError(t, err)
+		assert.Equal(t, int(s.initPid.Load()), st.ppid, "the escapee went to the init with the shim's death")
+	}
+	exit, err := p.Kill(testCtx(t, 10*time.Second), 200*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, int(unix.SIGTERM), exit.Signal, "the real status, reported by the init")
+	assert.False(t, exit.Lost)
+	assert.Empty(t, withMarker(s, "3402"), "the leader's own descendants are reached")
+	assert.Empty(t, withMarker(s, "3403"))
+	escapee := withMarker(s, "3401")
+	require.Len(t, escapee, 1, "the limit: the escapee is out of the tree's reach")
+	require.NoError(t, s.Close(testCtx(t, 5*time.Second)))
+	assert.False(t, alive(escapee[0]), "closing the session ends it")
 }
