@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,7 +61,11 @@ type Sandbox struct {
 	conn    *frameConn
 	sup     *supervisor.Supervisor
 	initPid int
-	stderr  *stderrLog
+	// nsInit is a pidfd for bubblewrap's pid 1 in the namespace (or -1).
+	// It becomes readable only once every task of the namespace is gone:
+	// the kernel empties a pid namespace before its init finishes exiting.
+	nsInit int
+	stderr *stderrLog
 
 	sendMu sync.Mutex // one frame at a time on conn
 
@@ -204,6 +209,7 @@ func StartSandbox(o SandboxOptions) (*Sandbox, error) {
 		readDone: make(chan struct{}),
 		children: make(map[string]*childEntry),
 		stderr:   newStderrLog(errR, log),
+		nsInit:   -1,
 	}
 	s.cmd = &exec.Cmd{
 		Path:       argv[0],
@@ -272,6 +278,7 @@ func StartSandbox(o SandboxOptions) (*Sandbox, error) {
 		return fail(fmt.Errorf("sandbox sent %d descriptors and pid %d, want a listener and its pid", len(fds), conn.pid))
 	}
 	s.initPid = int(conn.pid)
+	s.nsInit = nsInitPidfd(s.initPid)
 	s.sup, err = supervisor.New(fds[0], o.Policy, supervisor.Options{
 		OnDecision: o.OnDecision,
 		Ask:        o.Ask,
@@ -452,25 +459,35 @@ func (s *Sandbox) Close() error {
 
 func (s *Sandbox) stop() {
 	s.teardown.Do(func() {
-		deadline := time.NewTimer(teardownBound)
-		defer deadline.Stop()
+		// One bound for the whole teardown, even if the supervisor is
+		// wedged in the kernel.
+		end := time.Now().Add(teardownBound)
+		wait := func(ch <-chan struct{}, what string) bool {
+			select {
+			case <-ch:
+				return true
+			case <-time.After(time.Until(end)):
+				s.log.Error(what+" did not finish in time", "bound", teardownBound)
+				return false
+			}
+		}
 		s.kill()
-		select {
-		case <-s.waited:
-		case <-deadline.C:
-			s.log.Error("sandbox did not exit in time", "bound", teardownBound)
+		wait(s.waited, "bubblewrap's exit")
+		// bwrap's own exit does not wait for the namespace to empty: wait
+		// for its pid 1, so that nothing of the sandbox runs once Close
+		// returns.
+		if s.nsInit >= 0 {
+			for pidfdAlive(s.nsInit) && time.Now().Before(end) {
+				time.Sleep(time.Millisecond)
+			}
+			unix.Close(s.nsInit)
+			s.nsInit = -1
 		}
 		s.conn.close()
-		select {
-		case <-s.readDone:
-		case <-deadline.C:
-		}
+		wait(s.readDone, "the control reader")
 		s.sup.Shutdown()
-		select {
-		case <-s.sup.Done():
+		if wait(s.sup.Done(), "the supervisor") {
 			_ = s.sup.Close()
-		case <-deadline.C:
-			s.log.Error("supervisor did not stop in time; leaving it", "bound", teardownBound)
 		}
 		s.stderr.wait(100 * time.Millisecond)
 		s.end(nil)
@@ -534,5 +551,53 @@ func (l *stderrLog) wait(d time.Duration) {
 	select {
 	case <-l.done:
 	case <-time.After(d):
+	}
+}
+
+// nsInitPidfd opens a pidfd for the parent of the init, bubblewrap's pid 1
+// in the namespace, and checks afterwards that it still is the init's
+// parent (so the pidfd is not for a process that reused the pid). -1 when
+// that cannot be established.
+func nsInitPidfd(initPid int) int {
+	ppid := func() int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", initPid))
+		if err != nil {
+			return 0
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			return 0
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			return 0
+		}
+		n, _ := strconv.Atoi(f[1])
+		return n
+	}
+	p1 := ppid()
+	if p1 <= 1 {
+		return -1
+	}
+	fd, err := unix.PidfdOpen(p1, 0)
+	if err != nil {
+		return -1
+	}
+	if ppid() != p1 {
+		unix.Close(fd)
+		return -1
+	}
+	return fd
+}
+
+// pidfdAlive reports whether the process behind a pidfd has not exited.
+func pidfdAlive(fd int) bool {
+	for {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 0
 	}
 }
