@@ -107,6 +107,20 @@ func TestSandboxSpawn(t *testing.T) {
 		assert.Equal(t, ChildGone, sp.next(t).Kind)
 	})
 
+	t.Run("signals are unblocked and not ignored in the child", func(t *testing.T) {
+		// The shim blocks every signal and resets the Go runtime's
+		// handlers; the leader must start with an empty mask and no
+		// ignored signal.
+		sp := spawnIn(t, sb, "e", "grep", "-E", "^(SigBlk|SigIgn):", "/proc/self/status")
+		ev := sp.next(t)
+		require.Equal(t, ChildStarted, ev.Kind)
+		unix.Close(ev.PidFD)
+		unix.Close(ev.ShimPidFD)
+		out, err := io.ReadAll(sp.stdout)
+		require.NoError(t, err)
+		assert.Equal(t, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n", string(out))
+	})
+
 	t.Run("the child sees only its own fds and is its own session", func(t *testing.T) {
 		sp := spawnIn(t, sb, "d", "sh", "-c", "ls /proc/self/fd; echo sid=$(cut -d' ' -f6 /proc/self/stat) pid=$$")
 		ev := sp.next(t)
