@@ -11,9 +11,10 @@ import (
 )
 
 // Measurements for the closing note. Run without the race
-// detector for representative numbers:
+// detector, with cordon's own binary as the init, for representative
+// numbers:
 //
-//	go test -run '^$' -bench . -benchtime 20x ./sandbox
+//	make build && CORDON_TEST_INIT=$PWD/bin/cordon go test -run '^$' -bench . -benchtime 20x ./sandbox
 
 func BenchmarkSessionCreate(b *testing.B) {
 	m := newTestManager(b, nil)
