@@ -38,7 +38,6 @@ type Process struct {
 	dir       string
 	stdinMode StdinMode
 	startedAt time.Time
-	grace     time.Duration
 
 	log       *eventLog     // Start's events; nil for Exec's
 	stdout    *outputBuffer // Exec's output; nil for Start's

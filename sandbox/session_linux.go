@@ -208,7 +208,6 @@ type procSpec struct {
 	listed    bool
 	snapshot  bool
 	maxOutput int
-	grace     time.Duration
 }
 
 // spawn starts a process: the pipes are made here, on the host, and
@@ -217,7 +216,7 @@ func (s *Session) spawn(ps procSpec) (*Process, error) {
 	p := &Process{
 		id: newID("p-"), sess: s, listed: ps.listed,
 		run: ps.argv, argv: ps.shownArgv, script: ps.script, dir: ps.dir, stdinMode: ps.stdinMode,
-		startedAt: time.Now(), grace: ps.grace,
+		startedAt: time.Now(),
 		drained:   make(chan struct{}),
 		startedCh: make(chan struct{}),
 		exitedCh:  make(chan struct{}),
@@ -375,7 +374,7 @@ func (s *Session) Start(ctx context.Context, req StartRequest) (*Process, error)
 	p, err := s.spawn(procSpec{
 		argv: argv, shownArgv: req.Argv, script: req.Script,
 		dir: resolveDir(req.Dir, st.cwd), env: mergeEnv(st.env, req.Env),
-		stdinMode: mode, listed: true, grace: grace,
+		stdinMode: mode, listed: true,
 	})
 	if err != nil {
 		return nil, err
@@ -430,7 +429,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	p, err := s.spawn(procSpec{
 		argv: argv, shownArgv: req.Argv, script: req.Script,
 		dir: dir, env: mergeEnv(st.env, req.Env), stdin: req.Stdin,
-		stdinMode: StdinNone, snapshot: snapshot, maxOutput: max, grace: grace,
+		stdinMode: StdinNone, snapshot: snapshot, maxOutput: max,
 	})
 	if err != nil {
 		return ExecResult{}, err
