@@ -27,8 +27,11 @@ func TestTeardownIsBoundedWhenSupervisorIsWedged(t *testing.T) {
 	// After answering the command's own exec, the supervisor's next receive
 	// never returns, as a kernel that never wakes a parked ioctl would. The
 	// background exec is left waiting; the command exits; cordon must still
-	// exit within the 2 s bound (plus scheduling slack).
-	r := cordon(t, "--debug-wedge-supervisor", "1", "--", "sh", "-c", "/bin/true & exit 0")
+	// exit within the 2 s bound (plus scheduling slack). The shell waits
+	// a moment (builtins only: any exec of its own would be wedged too) so
+	// the background exec reaches the supervisor before the sandbox is
+	// torn down; otherwise nothing is wedged and the test proves nothing.
+	r := cordon(t, "--debug-wedge-supervisor", "1", "--", "sh", "-c", "/bin/true & i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; exit 0")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.GreaterOrEqual(t, r.elapsed, 1900*time.Millisecond, "the wedge must be real: teardown waited for the bound")
 	assert.Less(t, r.elapsed, 4*time.Second, "teardown is bounded")
