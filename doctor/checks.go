@@ -323,29 +323,24 @@ type cgroupFacts struct {
 	Err      error
 }
 
-// cgroupCheck is informational: cgroup v2 delegation lets a later tree kill
-// use cgroup.kill; without it cordon walks /proc.
+// cgroupCheck is informational. Sessions do not need cgroups: every
+// process runs under a subreaper shim, so its tree cannot leave it, and a
+// tree kill walks /proc from the shim and signals through pidfds. The row
+// says so, with what a cgroup.kill-based kill would have to work with.
 func cgroupCheck(f cgroupFacts) Check {
-	c := Check{Name: CheckCgroup2}
+	const trees = "process trees are tracked by subreaper shims and killed by walking /proc (no cgroup needed)"
+	c := Check{Name: CheckCgroup2, Status: StatusOK}
 	switch {
 	case f.Err != nil:
-		c.Status = StatusWarn
-		c.Detail = fmt.Sprintf("cannot inspect cgroups (%v); process tree kill will walk /proc", f.Err)
+		c.Detail = fmt.Sprintf("cannot inspect cgroups (%v); %s", f.Err, trees)
 	case !f.V2 && f.Hybrid:
-		c.Status = StatusWarn
-		c.Detail = "hybrid hierarchy (v1 controllers; cgroup2 only at /sys/fs/cgroup/unified): process tree kill will walk /proc"
-		c.Fix = "boot with the unified hierarchy (kernel parameter systemd.unified_cgroup_hierarchy=1)"
+		c.Detail = "hybrid hierarchy (v1 controllers; cgroup2 only at /sys/fs/cgroup/unified); " + trees
 	case !f.V2:
-		c.Status = StatusWarn
-		c.Detail = "/sys/fs/cgroup is not a cgroup2 mount (cgroup v1): process tree kill will walk /proc"
-		c.Fix = "boot with the unified hierarchy (kernel parameter systemd.unified_cgroup_hierarchy=1)"
+		c.Detail = "/sys/fs/cgroup is not a cgroup2 mount (cgroup v1); " + trees
 	case !f.Writable:
-		c.Status = StatusWarn
-		c.Detail = fmt.Sprintf("cgroup2, but our cgroup %s is not writable (not delegated): process tree kill will walk /proc", f.Path)
-		c.Fix = "run cordon in a delegated scope: systemd-run --user --scope -p Delegate=yes cordon ..."
+		c.Detail = fmt.Sprintf("cgroup2, our cgroup %s is not writable (not delegated); %s", f.Path, trees)
 	default:
-		c.Status = StatusOK
-		c.Detail = fmt.Sprintf("cgroup2; our cgroup %s is writable (delegated)", f.Path)
+		c.Detail = fmt.Sprintf("cgroup2; our cgroup %s is writable (delegated); %s", f.Path, trees)
 	}
 	return c
 }

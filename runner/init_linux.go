@@ -78,6 +78,9 @@ func InitMain() int {
 		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
 		return 125
 	}
+	if cfg.Session {
+		return sessionMain(conn, cfg, stderrFd)
+	}
 	if len(cfg.Argv) == 0 {
 		return setupErr(errors.New("empty command"))
 	}

@@ -36,6 +36,9 @@ type configMsg struct {
 	// Reap asks the init to kill and reap every descendant after the command
 	// exits; without a pid namespace nothing else would.
 	Reap bool `json:"reap"`
+	// Session selects the session mode (see session_init_linux.go): no
+	// command of its own; the init spawns processes on request.
+	Session bool `json:"session,omitempty"`
 }
 
 // wireConfig is configMsg as it travels: JSON strings would replace bytes
@@ -48,6 +51,7 @@ type wireConfig struct {
 	Filter   []byte   `json:"filter"`
 	Fallback []byte   `json:"fallback"`
 	Reap     bool     `json:"reap"`
+	Session  bool     `json:"session,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -68,7 +72,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -77,7 +81,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session}
 	return nil
 }
 

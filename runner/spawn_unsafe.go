@@ -1,0 +1,336 @@
+//go:build linux
+
+package runner
+
+// The session init starts every process through a monitor of its own (the
+// "shim"): a fork of the init that never executes anything. The shim is a
+// child subreaper (PR_SET_CHILD_SUBREAPER): whatever the process's
+// descendants do (setsid, double fork, nohup), an orphan re-parents to the
+// nearest subreaper above it, which is the shim, never the init. So the
+// process's tree is exactly the shim's descendants, for as long as any of
+// them lives, and the shim exits when the last one is reaped.
+//
+// Go cannot fork without exec, and the shim must not exec: every exec in
+// the sandbox is a policy decision, and cordon's own plumbing must not show
+// up as one. So the fork is done in C. Between fork and _exit/execve the
+// child runs only async-signal-safe system calls: it is a copy of one thread
+// of a Go process, and nothing of the Go runtime may run in it. All signals
+// are blocked across the fork, so no Go signal handler can run in the child
+// before its dispositions are reset.
+//
+// Layout of a process:
+//
+//	init (subreaper) --clone(CLONE_PIDFD)--> shim (subreaper, all signals blocked)
+//	                                          --clone(CLONE_PIDFD)--> leader: setsid, chdir, execve
+//	                                                                    descendants...
+//
+// The shim reports on a SOCK_SEQPACKET socket: the leader's pid with a pidfd
+// for it, the outcome of execve (an O_CLOEXEC pipe: EOF means it
+// succeeded), the leader's wait status; it exits when it has no child left.
+
+/*
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/sched.h>
+
+enum {
+	SHIM_FORKED = 1, // pid: the leader; SCM_RIGHTS: its pidfd
+	SHIM_EXEC = 2,   // stage, err: 0 when execve succeeded
+	SHIM_EXITED = 3, // status: the leader's wait status
+};
+
+enum {
+	STAGE_SPAWN = 1,
+	STAGE_CHDIR = 2,
+	STAGE_EXEC = 3,
+};
+
+struct cordon_shim_msg {
+	int32_t kind, pid, stage, err, status;
+};
+
+struct cordon_spawn {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	const char *dir;
+	const int *src;    // descriptors in the init...
+	const int *dst;    // ...and their numbers in the leader
+	int n;
+	int report;        // the shim's end of the report socket
+};
+
+// Raw clone with fork semantics (no new stack: the child runs on a copy of
+// this one) that also returns a pidfd for the child (Linux 5.2). glibc's
+// fork() would run atfork handlers, which are not ours to run in a copy of
+// a Go process. x86-64 order: flags, newsp, parent_tid, child_tid, tls.
+static pid_t clone_pidfd(int *pidfd) {
+	return (pid_t)syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, pidfd, 0, 0);
+}
+
+static void shim_send(int fd, int32_t kind, int32_t pid, int32_t stage, int32_t err, int32_t status, int pass) {
+	struct cordon_shim_msg m = {kind, pid, stage, err, status};
+	struct iovec iov = {&m, sizeof m};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr h;
+	memset(&h, 0, sizeof h);
+	h.msg_iov = &iov;
+	h.msg_iovlen = 1;
+	if (pass >= 0) {
+		memset(&u, 0, sizeof u);
+		h.msg_control = u.buf;
+		h.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass, sizeof(int));
+	}
+	while (sendmsg(fd, &h, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+static void leader_fail(int errfd, int32_t stage, int32_t err) {
+	int32_t r[2] = {stage, err};
+	while (write(errfd, r, sizeof r) < 0 && errno == EINTR)
+		;
+	_exit(127);
+}
+
+static void leader(const struct cordon_spawn *s, int report, int errfd) __attribute__((noreturn));
+static void leader(const struct cordon_spawn *s, int report, int errfd) {
+	close(report);
+	// Its own session and process group: "kill 0" or a terminal-less
+	// job-control shell inside reaches the process's own group, never the
+	// shim's or the init's.
+	setsid();
+	if (s->dir != NULL && s->dir[0] != '\0' && chdir(s->dir) < 0)
+		leader_fail(errfd, STAGE_CHDIR, errno);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(s->path, s->argv, s->envp);
+	leader_fail(errfd, STAGE_EXEC, errno);
+	_exit(127);
+}
+
+static int is_dst(const struct cordon_spawn *s, int fd) {
+	for (int i = 0; i < s->n; i++)
+		if (s->dst[i] == fd)
+			return 1;
+	return 0;
+}
+
+static void shim(const struct cordon_spawn *s) __attribute__((noreturn));
+static void shim(const struct cordon_spawn *s) {
+	// Every signal is blocked (inherited from the forking thread). Reset
+	// the Go runtime's handlers; the leader unblocks right before execve.
+	// The shim keeps everything blocked for its whole life: it waits in
+	// waitpid and only SIGKILL/SIGSTOP reach it.
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int i = 1; i < 65; i++)
+		if (i != SIGKILL && i != SIGSTOP)
+			sigaction(i, &dfl, NULL); // glibc refuses its two internal signals: harmless
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		shim_send(s->report, SHIM_EXEC, 0, STAGE_SPAWN, errno, 0, -1);
+		_exit(1);
+	}
+
+	// Move the child's descriptors to their numbers and the report socket
+	// just above them; close everything else the init had open.
+	int top = 2;
+	for (int i = 0; i < s->n; i++)
+		if (s->dst[i] > top)
+			top = s->dst[i];
+	int rep = top + 1;
+	int tmp[s->n > 0 ? s->n : 1];
+	for (int i = 0; i < s->n; i++) {
+		tmp[i] = fcntl(s->src[i], F_DUPFD_CLOEXEC, rep + 1);
+		if (tmp[i] < 0) {
+			shim_send(s->report, SHIM_EXEC, 0, STAGE_SPAWN, errno, 0, -1);
+			_exit(1);
+		}
+	}
+	int r = fcntl(s->report, F_DUPFD_CLOEXEC, rep + 1);
+	if (r < 0 || dup3(r, rep, O_CLOEXEC) < 0)
+		_exit(1);
+	for (int i = 0; i < s->n; i++) {
+		if (dup2(tmp[i], s->dst[i]) < 0) {
+			shim_send(rep, SHIM_EXEC, 0, STAGE_SPAWN, errno, 0, -1);
+			_exit(1);
+		}
+	}
+	for (int fd = 0; fd < rep; fd++)
+		if (!is_dst(s, fd))
+			close(fd);
+	syscall(SYS_close_range, rep + 1, ~0U, 0);
+
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		shim_send(rep, SHIM_EXEC, 0, STAGE_SPAWN, errno, 0, -1);
+		_exit(1);
+	}
+	int lfd = -1;
+	pid_t pid = clone_pidfd(&lfd);
+	if (pid == 0)
+		leader(s, rep, ep[1]);
+	int cerr = errno;
+	close(ep[1]);
+	// The shim must not hold the process's pipes: EOF on them is how the
+	// host sees that every writer is gone.
+	for (int i = 0; i < s->n; i++)
+		close(s->dst[i]);
+	if (pid < 0) {
+		shim_send(rep, SHIM_EXEC, 0, STAGE_SPAWN, cerr, 0, -1);
+		_exit(1);
+	}
+	shim_send(rep, SHIM_FORKED, pid, 0, 0, 0, lfd);
+	close(lfd);
+
+	int32_t res[2] = {0, 0};
+	size_t got = 0;
+	while (got < sizeof res) {
+		ssize_t k = read(ep[0], (char *)res + got, sizeof res - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	close(ep[0]);
+	if (got == sizeof res)
+		shim_send(rep, SHIM_EXEC, pid, res[0], res[1], 0, -1);
+	else
+		shim_send(rep, SHIM_EXEC, pid, 0, 0, 0, -1);
+
+	for (;;) {
+		int st = 0;
+		pid_t w = waitpid(-1, &st, __WALL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			break; // ECHILD: the tree is empty
+		}
+		if (w == pid)
+			shim_send(rep, SHIM_EXITED, pid, 0, 0, st, -1);
+	}
+	_exit(0);
+}
+
+// cordon_spawn starts a shim for s and returns its pid (and a pidfd for it
+// in *shim_pidfd), or -errno.
+static int cordon_spawn(const struct cordon_spawn *s, int *shim_pidfd) {
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int pfd = -1;
+	pid_t pid = clone_pidfd(&pfd);
+	if (pid == 0)
+		shim(s);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	*shim_pidfd = pfd;
+	return pid;
+}
+*/
+import "C"
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// Shim message kinds and exec stages, as the C code sends them.
+const (
+	shimForked = C.SHIM_FORKED
+	shimExec   = C.SHIM_EXEC
+	shimExited = C.SHIM_EXITED
+
+	stageSpawn = C.STAGE_SPAWN
+	stageChdir = C.STAGE_CHDIR
+	stageExec  = C.STAGE_EXEC
+
+	// shimMsgSize is sizeof(struct cordon_shim_msg): five int32s.
+	shimMsgSize = C.sizeof_struct_cordon_shim_msg
+)
+
+// spawnSpec is what cSpawn needs to start a process.
+type spawnSpec struct {
+	path string
+	argv []string
+	env  []string
+	dir  string
+	// src[i] becomes descriptor dst[i] in the leader.
+	src, dst []int
+	// report is the shim's end of a SOCK_SEQPACKET socketpair.
+	report int
+}
+
+// cSpawn forks a shim that runs sp (see the comment at the top of this
+// file) and returns the shim's pid and a pidfd for it.
+func cSpawn(sp *spawnSpec) (pid, pidfd int, err error) {
+	cs := C.struct_cordon_spawn{n: C.int(len(sp.src)), report: C.int(sp.report)}
+	var frees []unsafe.Pointer
+	defer func() {
+		for _, p := range frees {
+			C.free(p)
+		}
+	}()
+	cstr := func(s string) *C.char {
+		p := C.CString(s)
+		frees = append(frees, unsafe.Pointer(p))
+		return p
+	}
+	cvec := func(ss []string) **C.char {
+		// A NULL-terminated array allocated in C: cgo forbids passing Go
+		// memory that holds Go pointers.
+		size := C.size_t(len(ss)+1) * C.size_t(unsafe.Sizeof((*C.char)(nil)))
+		arr := (*[1 << 28]*C.char)(C.malloc(size))
+		frees = append(frees, unsafe.Pointer(arr))
+		for i, s := range ss {
+			arr[i] = cstr(s)
+		}
+		arr[len(ss)] = nil
+		return &arr[0]
+	}
+	cints := func(v []int) *C.int {
+		size := C.size_t(len(v)+1) * C.size_t(unsafe.Sizeof(C.int(0)))
+		arr := (*[1 << 20]C.int)(C.malloc(size))
+		frees = append(frees, unsafe.Pointer(arr))
+		for i, x := range v {
+			arr[i] = C.int(x)
+		}
+		return &arr[0]
+	}
+	cs.path = cstr(sp.path)
+	cs.argv = cvec(sp.argv)
+	cs.envp = cvec(sp.env)
+	cs.dir = cstr(sp.dir)
+	cs.src = cints(sp.src)
+	cs.dst = cints(sp.dst)
+	var pfd C.int
+	r := C.cordon_spawn(&cs, &pfd)
+	if r < 0 {
+		return 0, -1, syscall.Errno(-r)
+	}
+	return int(r), int(pfd), nil
+}
