@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -227,48 +226,23 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 // start launches bwrap (or the bare init) with the control socket as fd 3
 // and the user's stderr as fd 4.
 func (l *launch) start(exe string) (*frameConn, error) {
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, &SetupError{Err: os.NewSyscallError("socketpair", err)}
-	}
-	if err := unix.SetsockoptInt(pair[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(pair[0])
-		unix.Close(pair[1])
-		return nil, &SetupError{Err: os.NewSyscallError("setsockopt(SO_PASSCRED)", err)}
-	}
-	hostEnd := os.NewFile(uintptr(pair[0]), "control")
-	childEnd := os.NewFile(uintptr(pair[1]), "control-child")
-	defer childEnd.Close()
-	conn, err := newFrameConn(hostEnd)
-	hostEnd.Close()
-	if err != nil {
-		return nil, &SetupError{Err: err}
-	}
-
 	var argv []string
 	switch l.o.Isolation {
 	case IsolationNone:
 		argv = []string{exe, InitArg}
 	default:
-		bw, err := bwrap.Find()
+		var err error
+		argv, err = sandboxArgv(exe, bwrap.Spec{Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net})
 		if err != nil {
-			conn.close()
-			return nil, &SetupError{Err: err}
+			return nil, err
 		}
-		spec := bwrap.Spec{
-			Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net,
-			Exe: exe, Command: []string{exe, InitArg},
-			Privileged: os.Geteuid() == 0,
-		}
-		args, err := spec.Args()
-		if err != nil {
-			conn.close()
-			return nil, &SetupError{Err: err}
-		}
-		argv = append([]string{bw}, args...)
 	}
 	l.log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
-
+	conn, childEnd, err := newControlPair()
+	if err != nil {
+		return nil, err
+	}
+	defer childEnd.Close()
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		conn.close()
@@ -291,21 +265,11 @@ func (l *launch) start(exe string) (*frameConn, error) {
 			Pdeathsig: unix.SIGKILL,
 		},
 	}
-	started := make(chan error, 1)
 	l.waited = make(chan struct{})
-	go func() {
-		// Pdeathsig follows the thread that forked, not the process: keep
-		// this goroutine on its OS thread for the sandbox's whole life.
-		runtime.LockOSThread()
-		if err := l.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		l.waitErr = l.cmd.Wait()
+	err = startLocked(l.cmd, func(err error) {
+		l.waitErr = err
 		close(l.waited)
-	}()
-	err = <-started
+	})
 	errW.Close()
 	if err != nil {
 		conn.close()

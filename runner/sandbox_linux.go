@@ -164,38 +164,15 @@ func StartSandbox(o SandboxOptions) (*Sandbox, error) {
 			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
 		}
 	}
-	bw, err := bwrap.Find()
+	argv, err := sandboxArgv(exe, bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net})
 	if err != nil {
-		return nil, &SetupError{Err: err}
+		return nil, err
 	}
-	spec := bwrap.Spec{
-		Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
-		Exe: exe, Command: []string{exe, InitArg},
-		Privileged: os.Geteuid() == 0,
-	}
-	args, err := spec.Args()
+	conn, childEnd, err := newControlPair()
 	if err != nil {
-		return nil, &SetupError{Err: err}
+		return nil, err
 	}
-	argv := append([]string{bw}, args...)
-
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, &SetupError{Err: os.NewSyscallError("socketpair", err)}
-	}
-	if err := unix.SetsockoptInt(pair[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(pair[0])
-		unix.Close(pair[1])
-		return nil, &SetupError{Err: os.NewSyscallError("setsockopt(SO_PASSCRED)", err)}
-	}
-	hostEnd := os.NewFile(uintptr(pair[0]), "control")
-	childEnd := os.NewFile(uintptr(pair[1]), "control-child")
 	defer childEnd.Close()
-	conn, err := newFrameConn(hostEnd)
-	hostEnd.Close()
-	if err != nil {
-		return nil, &SetupError{Err: err}
-	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		conn.close()
@@ -235,20 +212,7 @@ func StartSandbox(o SandboxOptions) (*Sandbox, error) {
 		},
 	}
 	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig follows the thread that forked, not the process: keep
-		// this goroutine on its OS thread for the sandbox's whole life.
-		runtime.LockOSThread()
-		if err := s.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = s.cmd.Wait()
-		close(s.waited)
-	}()
-	err = <-started
+	err = startLocked(s.cmd, func(error) { close(s.waited) })
 	errW.Close()
 	if err != nil {
 		conn.close()
