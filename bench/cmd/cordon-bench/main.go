@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +101,7 @@ func run() int {
 	goTool := flag.String("go", "go", "the go command (runs the policy and supervisor benchmarks)")
 	execs := flag.Int("execs", 0, "override the number of execs per run")
 	rounds := flag.Int("rounds", 0, "override the number of rounds")
+	parallel := flag.String("parallel", "", "override the concurrency levels, e.g. 2,8")
 	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor); empty: all")
 	var compare compareFlag
 	flag.Var(&compare, "compare", "NAME=BINARY: another cordon build to measure alongside (repeatable)")
@@ -114,6 +116,17 @@ func run() int {
 	}
 	if *rounds > 0 {
 		cfg.Rounds = *rounds
+	}
+	if *parallel != "" {
+		cfg.Parallel = nil
+		for _, f := range strings.Split(*parallel, ",") {
+			p, err := strconv.Atoi(f)
+			if err != nil || p < 1 {
+				fmt.Fprintf(os.Stderr, "cordon-bench: -parallel: bad level %q\n", f)
+				return 2
+			}
+			cfg.Parallel = append(cfg.Parallel, p)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()

@@ -147,7 +147,7 @@ func fmtRatio(r *ratio) string {
 	if r == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f (rounds %.2f-%.2f)", r.Median, r.Min, r.Max)
+	return fmt.Sprintf("%.2f (IQR %.2f-%.2f, n=%d)", r.Median, r.Q1, r.Q3, len(r.Rounds))
 }
 
 func writeJSON(path string, r *results) error {
@@ -167,7 +167,7 @@ func printTable(w io.Writer, r *results) {
 	}
 	fmt.Fprintf(&b, "\n## cordon-bench (%s): %d CPUs, %s, kernel %s\n", mode, r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel)
 	fmt.Fprintf(&b, "%s; %s; %s; load average %s before, %s after\n", r.Machine.Bwrap, r.Machine.Go, r.Machine.Cordon, r.Machine.LoadBefore, r.Machine.LoadAfter)
-	fmt.Fprintf(&b, "Ratios are medians of per-round ratios (A and B measured in the same round); the range is min-max over rounds.\n\n")
+	fmt.Fprintf(&b, "Ratios are medians of per-round ratios (A and B measured in the same round), with their interquartile range over rounds.\n\n")
 
 	if r.PerExec != nil || len(r.Parallel) > 0 {
 		fmt.Fprintf(&b, "### a, d: per exec of /bin/true (µs; wall timed inside the shell, CPU of the whole tree)\n\n")
@@ -188,7 +188,7 @@ func printTable(w io.Writer, r *results) {
 					if x == nil {
 						return ""
 					}
-					return fmt.Sprintf("**%.2f** (%.2f-%.2f)", x.Median, x.Min, x.Max)
+					return fmt.Sprintf("**%.2f** (%.2f-%.2f)", x.Median, x.Q1, x.Q3)
 				}
 				fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.0f | %s | %s | %s | %s |\n", l.Parallel, l.ExecsPerRun, v.Name,
 					v.WallUSPerExec.Median, v.CPUUSPerExec.Median, cell("bwrap", "wall"), cell("bwrap", "cpu"), cell("bare", "wall"), cell("bare", "cpu"))
@@ -196,7 +196,7 @@ func printTable(w io.Writer, r *results) {
 			if x := l.ratio("cordon/cordon-strict", "wall"); x != nil {
 				y := l.ratio("cordon/cordon-strict", "cpu")
 				fmt.Fprintf(&b, "| %d | | ptrace verification's own cost: cordon / cordon --verify strict | | | wall %.2f (%.2f-%.2f) | CPU %.2f (%.2f-%.2f) | | |\n",
-					l.Parallel, x.Median, x.Min, x.Max, y.Median, y.Min, y.Max)
+					l.Parallel, x.Median, x.Q1, x.Q3, y.Median, y.Q1, y.Q3)
 			}
 		}
 		fmt.Fprintf(&b, "\nCPU: %s.\n\n", r.CPUMethod)
@@ -205,7 +205,7 @@ func printTable(w io.Writer, r *results) {
 		fmt.Fprintf(&b, "### b: startup, `cordon -- /bin/true` vs `bwrap <cordon's flags> /bin/true` (%d alternating pairs)\n\n", s.Runs)
 		fmt.Fprintf(&b, "| | median ms | p90 ms | min ms |\n|---|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| cordon | %.1f | %.1f | %.1f |\n| bwrap | %.1f | %.1f | %.1f |\n", s.CordonMS.Median, s.CordonMS.P90, s.CordonMS.Min, s.BwrapMS.Median, s.BwrapMS.P90, s.BwrapMS.Min)
-		fmt.Fprintf(&b, "| **ratio** | **%.2f** (paired: median %.2f, %.2f-%.2f) | | |\n", s.Ratio, s.PairRatio.Median, s.PairRatio.Min, s.PairRatio.Max)
+		fmt.Fprintf(&b, "| **ratio** | **%.2f** (paired: median %.2f, IQR %.2f-%.2f) | | |\n", s.Ratio, s.PairRatio.Median, s.PairRatio.Q1, s.PairRatio.Q3)
 		if hf := s.Hyperfine; hf != nil {
 			fmt.Fprintf(&b, "| hyperfine cross-check | cordon %.1f, bwrap %.1f: %.2f | | |\n", hf.CordonMS, hf.BwrapMS, hf.Ratio)
 		}

@@ -44,6 +44,8 @@ type ratio struct {
 	Metric string    `json:"metric"` // wall or cpu
 	A, B   string    `json:"-"`
 	Median float64   `json:"median"`
+	Q1     float64   `json:"q1"` // the interquartile range over rounds
+	Q3     float64   `json:"q3"`
 	Min    float64   `json:"min"`
 	Max    float64   `json:"max"`
 	Rounds []float64 `json:"rounds"`
@@ -157,7 +159,7 @@ func newRatio(a, b, metric string, as, bs []float64) *ratio {
 		}
 	}
 	d := summarize(r.Rounds)
-	r.Median, r.Min, r.Max = d.Median, d.Min, d.Max
+	r.Median, r.Q1, r.Q3, r.Min, r.Max = d.Median, d.Q1, d.Q3, d.Min, d.Max
 	return r
 }
 
@@ -437,6 +439,8 @@ func (h *harness) goBench(pkg, pattern string) ([]benchResult, error) {
 // dist summarizes samples.
 type dist struct {
 	Median float64 `json:"median"`
+	Q1     float64 `json:"q1"`
+	Q3     float64 `json:"q3"`
 	P90    float64 `json:"p90"`
 	P99    float64 `json:"p99"`
 	Min    float64 `json:"min"`
@@ -450,7 +454,7 @@ func summarize(xs []float64) dist {
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	return dist{Median: median(s), P90: quantile(s, 0.90), P99: quantile(s, 0.99), Min: s[0], Max: s[len(s)-1], N: len(s)}
+	return dist{Median: median(s), Q1: quantile(s, 0.25), Q3: quantile(s, 0.75), P90: quantile(s, 0.90), P99: quantile(s, 0.99), Min: s[0], Max: s[len(s)-1], N: len(s)}
 }
 
 func median(xs []float64) float64 {

@@ -21,7 +21,7 @@ type point struct {
 
 // overheadSVG plots per-exec overhead ratios against the number of parallel
 // exec loops: cordon over bwrap without a supervisor, wall and CPU, with the
-// min-max over rounds as whiskers. Plain SVG, no dependencies.
+// interquartile range over rounds as whiskers. Plain SVG, no dependencies.
 func overheadSVG(r *results) string {
 	levels := append([]*loopResult{}, r.Parallel...)
 	if r.PerExec != nil {
@@ -42,7 +42,7 @@ func overheadSVG(r *results) string {
 		s := series{label: d.label, color: d.color, dash: d.dash}
 		for _, l := range levels {
 			if x := l.ratio(d.name, d.metric); x != nil && x.Median > 0 {
-				s.pts = append(s.pts, point{l.Parallel, x.Median, x.Min, x.Max})
+				s.pts = append(s.pts, point{l.Parallel, x.Median, x.Q1, x.Q3})
 			}
 		}
 		if len(s.pts) > 0 {
@@ -54,7 +54,7 @@ func overheadSVG(r *results) string {
 	const left, right, top, bottom = 64, 250, 48, 56
 	pw, ph := float64(W-left-right), float64(H-top-bottom)
 	maxP := 1
-	lo, hi := 0.9, 1.2
+	lo, hi := 0.9, 1.3
 	for _, s := range all {
 		for _, p := range s.pts {
 			maxP = max(maxP, p.p)
@@ -81,7 +81,7 @@ func overheadSVG(r *results) string {
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="bold">cordon per-exec overhead vs concurrency (%s)</text>`+"\n", left, mode)
 	fmt.Fprintf(&b, `<text x="%d" y="38" fill="#555">%s</text>`+"\n", left,
-		html.EscapeString(fmt.Sprintf("%d CPUs, kernel %s; ratio to bubblewrap with cordon's flags and no supervisor; whiskers: min-max over rounds", r.Machine.NProc, r.Machine.Kernel)))
+		html.EscapeString(fmt.Sprintf("%d CPUs, kernel %s; ratio to bubblewrap with cordon's flags and no supervisor; whiskers: interquartile range over rounds", r.Machine.NProc, r.Machine.Kernel)))
 	// Grid and y axis.
 	for v := lo; v <= hi+1e-9; v += step {
 		y := yOf(v)
