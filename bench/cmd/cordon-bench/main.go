@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -103,10 +104,14 @@ func run() int {
 	rounds := flag.Int("rounds", 0, "override the number of rounds")
 	parallel := flag.String("parallel", "", "override the concurrency levels, e.g. 2,8")
 	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor); empty: all")
+	render := flag.String("render", "", "print the table and redraw overhead.svg from an earlier results.json, without measuring")
 	var compare compareFlag
 	flag.Var(&compare, "compare", "NAME=BINARY: another cordon build to measure alongside (repeatable)")
 	flag.Parse()
 
+	if *render != "" {
+		return rerender(*render)
+	}
 	cfg := fullConfig
 	if *quick {
 		cfg = quickConfig
@@ -193,5 +198,28 @@ func run() int {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return 130
 	}
+	return 0
+}
+
+// rerender prints the table of an earlier run and redraws its plot next to
+// its results.json.
+func rerender(path string) int {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cordon-bench:", err)
+		return 2
+	}
+	var res results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon-bench: %s: %v\n", path, err)
+		return 2
+	}
+	printTable(os.Stdout, &res)
+	svgPath := filepath.Join(filepath.Dir(path), "overhead.svg")
+	if err := os.WriteFile(svgPath, []byte(overheadSVG(&res)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "cordon-bench:", err)
+		return 2
+	}
+	fmt.Printf("\nwrote %s\n", svgPath)
 	return 0
 }

@@ -101,8 +101,11 @@ func overheadSVG(r *results) string {
 		}
 		y := yOf(ref.v)
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="3 3"/>`+"\n", left, y, float64(left)+pw, y, ref.color)
-		if ref.v != 1.0 {
+		switch {
+		case ref.v > 1.09: // above its line, at the right
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="%s" font-size="10">%s</text>`+"\n", float64(left)+pw-4, y-3, ref.color, ref.label)
+		case ref.v > 1.0: // below its line, at the left, clear of the one above
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="%s" font-size="10">%s</text>`+"\n", left+4, y+11, ref.color, ref.label)
 		}
 	}
 	// X axis.
