@@ -27,6 +27,17 @@ test: build ## install deps, build, run every test (race detector on)
 	@./scripts/deps.sh --test
 	$(GO) test -race -count=1 -timeout 12m $(TESTFLAGS) ./...
 
+.PHONY: bench
+bench: build ## measure cordon's costs as ratios (several minutes): table on stdout, bench/results.json, bench/overhead.svg
+	@./scripts/deps.sh --bench || echo "make bench: hyperfine could not be installed; its startup cross-check is skipped" >&2
+	CGO_ENABLED=1 $(GO) build -trimpath -o bin/cordon-bench ./bench/cmd/cordon-bench
+	bin/cordon-bench -go $(GO) -cordon bin/cordon -out bench
+
+.PHONY: bench-quick
+bench-quick: build ## the same ratios with small counts (under a minute); reports, never fails on noise
+	CGO_ENABLED=1 $(GO) build -trimpath -o bin/cordon-bench ./bench/cmd/cordon-bench
+	bin/cordon-bench -quick -go $(GO) -cordon bin/cordon -out bench/quick
+
 .PHONY: lint
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -15,6 +15,10 @@ if [ "${1:-}" = "--test" ]; then
 	command -v curl >/dev/null 2>&1 || need+=(curl)
 	command -v setsid >/dev/null 2>&1 || need+=(util-linux)
 fi
+if [ "${1:-}" = "--bench" ]; then
+	# make bench cross-checks start-up times with hyperfine.
+	command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

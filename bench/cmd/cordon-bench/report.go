@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type results struct {
+	Config     config            `json:"config"`
+	Machine    machine           `json:"machine"`
+	Started    time.Time         `json:"started"`
+	Finished   time.Time         `json:"finished"`
+	CPUMethod  string            `json:"cpu_method,omitempty"`
+	Flags      string            `json:"bwrap_flags,omitempty"`
+	PerExec    *loopResult       `json:"per_exec,omitempty"`
+	Parallel   []*loopResult     `json:"parallel,omitempty"`
+	Startup    *startupResult    `json:"startup,omitempty"`
+	Teardown   *teardownResult   `json:"teardown,omitempty"`
+	Policy     []benchResult     `json:"policy,omitempty"`
+	Supervisor []benchResult     `json:"supervisor_internals,omitempty"`
+	Sessions   map[string]string `json:"sessions"`
+	Bars       []bar             `json:"bars"`
+}
+
+var sessionsTODO = map[string]string{
+	"status": "not measured: sessions not merged yet",
+	"todo":   "exec round trip through the library and the daemon vs direct; RSS per idle session with 50 sessions; time to kill a 500-process tree",
+}
+
+type machine struct {
+	NProc      int    `json:"nproc"`
+	CPU        string `json:"cpu"`
+	Kernel     string `json:"kernel"`
+	Bwrap      string `json:"bwrap"`
+	Go         string `json:"go"`
+	Cordon     string `json:"cordon"`
+	LoadBefore string `json:"loadavg_before"`
+	LoadAfter  string `json:"loadavg_after"`
+}
+
+func machineInfo(h *harness) machine {
+	m := machine{NProc: runtime.NumCPU(), LoadBefore: loadavg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
+	}
+	m.Bwrap = firstLine(h.bwrap, "--version")
+	m.Go = firstLine(h.goTool, "version")
+	m.Cordon = firstLine(h.cordon, "version")
+	return m
+}
+
+func firstLine(prog string, args ...string) string {
+	out, err := exec.Command(prog, args...).Output()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// bar is one target of issue 7, judged on this run's figures.
+type bar struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Target string `json:"target"`
+	Status string `json:"status"` // met, NOT met, not measured
+}
+
+func judge(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func evaluateBars(r *results) []bar {
+	var bars []bar
+	add := func(name, target string, have bool, value string, ok bool) {
+		b := bar{Name: name, Target: target, Status: "not measured", Value: "-"}
+		if have {
+			b.Value, b.Status = value, judge(ok)
+		}
+		bars = append(bars, b)
+	}
+	w, c := r.PerExec.ratio("cordon/bwrap", "wall"), r.PerExec.ratio("cordon/bwrap", "cpu")
+	add("per-exec wall, cordon/bwrap", "<= 1.08", w != nil, fmtRatio(w), w != nil && w.Median <= 1.08)
+	add("per-exec CPU, cordon/bwrap", "<= 1.30", c != nil, fmtRatio(c), c != nil && c.Median <= 1.30)
+	var p32 *ratio
+	for _, p := range r.Parallel {
+		if p.Parallel == 32 {
+			p32 = p.ratio("cordon/bwrap", "wall")
+		}
+	}
+	add("per-exec wall at 32 parallel loops, cordon/bwrap", "<= 1.10", p32 != nil, fmtRatio(p32), p32 != nil && p32.Median <= 1.10)
+	if s := r.Startup; s != nil {
+		add("startup, cordon/bare bwrap", "<= 2.5x", true, fmt.Sprintf("%.2fx (%.1f vs %.1f ms)", s.Ratio, s.CordonMS.Median, s.BwrapMS.Median), s.Ratio <= 2.5)
+	} else {
+		add("startup, cordon/bare bwrap", "<= 2.5x", false, "", false)
+	}
+	if t := r.Teardown; t != nil {
+		add("teardown median", "< 5 ms", true, fmt.Sprintf("%.2f ms (p99 %.2f ms)", t.CordonMS.Median, t.CordonMS.P99), t.CordonMS.Median < 5)
+	} else {
+		add("teardown median", "< 5 ms", false, "", false)
+	}
+	worst, name := 0.0, ""
+	for _, b := range r.Policy {
+		if strings.HasSuffix(b.Name, "/rules=1000") && b.NsPerOp > worst {
+			worst, name = b.NsPerOp, strings.TrimSuffix(strings.TrimPrefix(b.Name, "Benchmark"), "/rules=1000")
+		}
+	}
+	add("one decision against 1,000 rules (worst benchmark)", "< 5 µs", worst > 0, fmt.Sprintf("%.2f µs (%s)", worst/1000, name), worst < 5000)
+	add("idle session RSS (host side)", "<= 15 MiB", false, "", false)
+	bars[len(bars)-1].Value = "not measured: sessions not merged yet"
+	return bars
+}
+
+func fmtRatio(r *ratio) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (IQR %.2f-%.2f, n=%d)", r.Median, r.Q1, r.Q3, len(r.Rounds))
+}
+
+func writeJSON(path string, r *results) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// printTable writes the results as Markdown, the form BENCHMARKS.md quotes.
+func printTable(w io.Writer, r *results) {
+	var b bytes.Buffer
+	mode := "full"
+	if r.Config.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(&b, "\n## cordon-bench (%s): %d CPUs, %s, kernel %s\n", mode, r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel)
+	fmt.Fprintf(&b, "%s; %s; %s; load average %s before, %s after\n", r.Machine.Bwrap, r.Machine.Go, r.Machine.Cordon, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	fmt.Fprintf(&b, "Ratios are medians of per-round ratios (A and B measured in the same round), with their interquartile range over rounds.\n\n")
+
+	if r.PerExec != nil || len(r.Parallel) > 0 {
+		fmt.Fprintf(&b, "### a, d: per exec of /bin/true (µs; wall timed inside the shell, CPU of the whole tree)\n\n")
+		fmt.Fprintf(&b, "| loops | execs/run | variant | wall µs/exec | CPU µs/exec | wall vs bwrap | CPU vs bwrap | wall vs bare | CPU vs bare |\n")
+		fmt.Fprintf(&b, "|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+		all := append([]*loopResult{}, r.PerExec)
+		all = append(all, r.Parallel...)
+		for _, l := range all {
+			if l == nil {
+				continue
+			}
+			for _, v := range l.Variants {
+				cell := func(base, metric string) string {
+					if v.Name == base {
+						return "1"
+					}
+					x := l.ratio(v.Name+"/"+base, metric)
+					if x == nil {
+						return ""
+					}
+					return fmt.Sprintf("**%.2f** (%.2f-%.2f)", x.Median, x.Q1, x.Q3)
+				}
+				fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.0f | %s | %s | %s | %s |\n", l.Parallel, l.ExecsPerRun, v.Name,
+					v.WallUSPerExec.Median, v.CPUUSPerExec.Median, cell("bwrap", "wall"), cell("bwrap", "cpu"), cell("bare", "wall"), cell("bare", "cpu"))
+			}
+			if x := l.ratio("cordon/cordon-strict", "wall"); x != nil {
+				y := l.ratio("cordon/cordon-strict", "cpu")
+				fmt.Fprintf(&b, "| %d | | ptrace verification's own cost: cordon / cordon --verify strict | | | wall %.2f (%.2f-%.2f) | CPU %.2f (%.2f-%.2f) | | |\n",
+					l.Parallel, x.Median, x.Q1, x.Q3, y.Median, y.Q1, y.Q3)
+			}
+		}
+		fmt.Fprintf(&b, "\nCPU: %s.\n\n", r.CPUMethod)
+	}
+	if s := r.Startup; s != nil {
+		fmt.Fprintf(&b, "### b: startup, `cordon -- /bin/true` vs `bwrap <cordon's flags> /bin/true` (%d alternating pairs)\n\n", s.Runs)
+		fmt.Fprintf(&b, "| | median ms | p90 ms | min ms |\n|---|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| cordon | %.1f | %.1f | %.1f |\n| bwrap | %.1f | %.1f | %.1f |\n", s.CordonMS.Median, s.CordonMS.P90, s.CordonMS.Min, s.BwrapMS.Median, s.BwrapMS.P90, s.BwrapMS.Min)
+		fmt.Fprintf(&b, "| **ratio** | **%.2f** (paired: median %.2f, IQR %.2f-%.2f) | | |\n", s.Ratio, s.PairRatio.Median, s.PairRatio.Q1, s.PairRatio.Q3)
+		if hf := s.Hyperfine; hf != nil {
+			fmt.Fprintf(&b, "| hyperfine cross-check | cordon %.1f, bwrap %.1f: %.2f | | |\n", hf.CordonMS, hf.BwrapMS, hf.Ratio)
+		}
+		b.WriteString("\n")
+	}
+	if t := r.Teardown; t != nil {
+		fmt.Fprintf(&b, "### c: teardown, from the command's exit to the runner's exit (%d runs each)\n\n", t.Runs)
+		fmt.Fprintf(&b, "| | median ms | p90 ms | p99 ms | max ms |\n|---|---:|---:|---:|---:|\n")
+		fmt.Fprintf(&b, "| cordon | **%.2f** | %.2f | **%.2f** | %.2f |\n", t.CordonMS.Median, t.CordonMS.P90, t.CordonMS.P99, t.CordonMS.Max)
+		fmt.Fprintf(&b, "| bwrap (reference) | %.2f | %.2f | %.2f | %.2f |\n\n", t.BwrapMS.Median, t.BwrapMS.P90, t.BwrapMS.P99, t.BwrapMS.Max)
+	}
+	if len(r.Policy) > 0 {
+		fmt.Fprintf(&b, "### e: policy, one decision (Go benchmarks in policy/bench_test.go, median of %d)\n\n", r.Policy[0].Runs)
+		fmt.Fprintf(&b, "| benchmark | ns/decision | B/op | allocs/op |\n|---|---:|---:|---:|\n")
+		for _, p := range r.Policy {
+			fmt.Fprintf(&b, "| %s | **%.0f** | %.0f | %.0f |\n", strings.TrimPrefix(p.Name, "Benchmark"), p.NsPerOp, p.BPerOp, p.AllocsOp)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Supervisor) > 0 {
+		fmt.Fprintf(&b, "### supervisor internals (Go benchmarks in supervisor/bench_linux_test.go)\n\n")
+		fmt.Fprintf(&b, "| benchmark | µs/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")
+		for _, p := range r.Supervisor {
+			fmt.Fprintf(&b, "| %s | %.2f | %.0f | %.0f |\n", strings.TrimPrefix(p.Name, "Benchmark"), p.NsPerOp/1000, p.BPerOp, p.AllocsOp)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "### f: sessions\n\n| measurement | status |\n|---|---|\n")
+	fmt.Fprintf(&b, "| exec round trip via library / daemon vs direct; idle session RSS (50 sessions); kill a 500-process tree | TODO: %s |\n\n", r.Sessions["status"])
+	fmt.Fprintf(&b, "### bars (issue 7, item 3)\n\n| bar | this run | target | status |\n|---|---|---|---|\n")
+	for _, x := range r.Bars {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.Value, x.Target, x.Status)
+	}
+	if r.Flags != "" {
+		fmt.Fprintf(&b, "\nbwrap baseline flags: %s\n", r.Flags)
+	}
+	_, _ = w.Write(b.Bytes())
+}

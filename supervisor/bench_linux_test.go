@@ -1,0 +1,282 @@
+package supervisor
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
+)
+
+// Benchmarks of the supervisor's per-exec work, one piece at a time, on this
+// process or a sleeping child standing in for the sandboxed caller. make
+// bench runs them (go test -bench); make test does not. Sub-benchmarks named
+// "proposal" measure a cheaper way of doing the same work, to size a change
+// before it is made.
+
+// benchArgv lays argv out in a fresh private mapping of this process, as
+// the kernel lays it out on a new stack, and returns the addresses of the
+// first string (used as the exec's path) and of the pointer array.
+func benchArgv(b *testing.B, argv []string) (path, arr uint64) {
+	b.Helper()
+	size := 0
+	for _, a := range argv {
+		size += len(a) + 1
+	}
+	pages := 2 + size/pageSize + 1
+	base, _, e := unix.Syscall6(unix.SYS_MMAP, 0, uintptr(pages*pageSize), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS, ^uintptr(0), 0)
+	if e != 0 {
+		b.Fatalf("mmap: %v", e)
+	}
+	b.Cleanup(func() { unix.Syscall(unix.SYS_MUNMAP, base, uintptr(pages*pageSize), 0) })
+	arr, err := writeOwnArgv(uint64(base), argv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return uint64(base) + pageSize, arr
+}
+
+func benchWords(n int) []string {
+	argv := []string{"/usr/bin/true"}
+	for i := 1; i < n; i++ {
+		argv = append(argv, fmt.Sprintf("--argument-%d=value", i))
+	}
+	return argv
+}
+
+// BenchmarkReadArgv reads an exec's path and argv as decide does: a few
+// process_vm_readv calls whatever the number of words.
+func BenchmarkReadArgv(b *testing.B) {
+	pid := os.Getpid()
+	for _, n := range []int{3, 16, 128} {
+		b.Run(fmt.Sprintf("words=%d", n), func(b *testing.B) {
+			path, arr := benchArgv(b, benchWords(n))
+			var m memReader
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.readString(pid, path, pathMax, errNameLen); err != nil {
+					b.Fatal(err)
+				}
+				argv, err := m.readArgv(pid, arr, 8)
+				if err != nil || len(argv) != n {
+					b.Fatalf("readArgv: %d words, %v", len(argv), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenTarget opens and identifies the exec's file in the caller's
+// root. "per-exec" is what decide does today (open /proc/PID/root, openat2,
+// fstat, readlink of the new fd); the proposals keep the root open and skip
+// the readlink when the path is already canonical.
+func BenchmarkOpenTarget(b *testing.B) {
+	pid := os.Getpid()
+	const path = "/usr/bin/true"
+	b.Run("per-exec", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			t, errno := openTarget(pid, path)
+			if errno != 0 || t.fd < 0 {
+				b.Fatalf("openTarget: %v", errno)
+			}
+			unix.Close(t.fd)
+		}
+	})
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(root)
+	b.Run("proposal=cached-root", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			how := inRoot
+			fd, err := unix.Openat2(root, path, &how)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t, errno := statTarget(pid, fd)
+			if errno != 0 {
+				b.Fatal(errno)
+			}
+			unix.Close(t.fd)
+		}
+	})
+	b.Run("proposal=cached-root,no-readlink", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			how := inRoot
+			fd, err := unix.Openat2(root, path, &how)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := fstatID(fd); err != nil {
+				b.Fatal(err)
+			}
+			unix.Close(fd)
+		}
+	})
+}
+
+// BenchmarkReadHead reads the first bytes of the exec's file to look for #!:
+// today through a re-open of the O_PATH descriptor via /proc/self/fd; the
+// proposal opens the target readable once and preads.
+func BenchmarkReadHead(b *testing.B) {
+	t, errno := openTarget(os.Getpid(), "/usr/bin/true")
+	if errno != 0 || t.fd < 0 {
+		b.Fatalf("openTarget: %v", errno)
+	}
+	defer unix.Close(t.fd)
+	b.Run("reopen", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if len(readHead(t.fd)) == 0 {
+				b.Fatal("empty head")
+			}
+		}
+	})
+	fd, err := unix.Open("/usr/bin/true", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Close(fd)
+	b.Run("proposal=pread", func(b *testing.B) {
+		buf := make([]byte, binprmBufSize)
+		b.ReportAllocs()
+		for b.Loop() {
+			if n, err := unix.Pread(fd, buf, 0); err != nil || n == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchPolicy(b *testing.B) (*policy.Policy, *files) {
+	b.Helper()
+	p, err := policy.Compile(policy.Config{Default: policy.Allow, Builtins: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fs := newFiles(0, os.Getenv("PATH"))
+	return p.WithFiles(fs), fs
+}
+
+// BenchmarkPolicyWithFiles decides /usr/bin/true against the default policy
+// (built-in deny list) with real file identity, as the supervisor does:
+// every deny program's files are looked up (cached for lookupTTL) and
+// compared with the exec's. "warm" is the steady state; "cold" is what the
+// first exec of a sandbox pays, and every exec after a lookupTTL expiry.
+func BenchmarkPolicyWithFiles(b *testing.B) {
+	pid := os.Getpid()
+	tgt, errno := openTarget(pid, "/usr/bin/true")
+	if errno != 0 || tgt.fd < 0 {
+		b.Fatalf("openTarget: %v", errno)
+	}
+	defer unix.Close(tgt.fd)
+	e := policy.Exec{Argv: []string{"true"}, Path: "/usr/bin/true", Resolved: tgt.path, File: tgt.id, Known: true}
+	b.Run("warm", func(b *testing.B) {
+		pol, fs := benchPolicy(b)
+		fs.setCurrent(&tgt)
+		pol.Decide(&e)
+		b.ReportAllocs()
+		for b.Loop() {
+			fs.setCurrent(&tgt)
+			if r := pol.Decide(&e); r.Decision != policy.Allow {
+				b.Fatalf("decision %v", r.Decision)
+			}
+			fs.setCurrent(nil)
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		p, err := policy.Compile(policy.Config{Default: policy.Allow, Builtins: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			fs := newFiles(0, os.Getenv("PATH"))
+			pol := p.WithFiles(fs)
+			fs.setCurrent(&tgt)
+			pol.Decide(&e)
+		}
+	})
+}
+
+// sleeper starts a single-threaded child that stands in for a caller.
+func sleeper(b *testing.B) int {
+	b.Helper()
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		b.Skipf("starting sleep: %v", err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
+
+// BenchmarkVerifyImage is the tracer's second decision at PTRACE_EVENT_EXEC:
+// read /proc/PID/cmdline and /proc/PID/exe, identify, decide again.
+func BenchmarkVerifyImage(b *testing.B) {
+	pid := sleeper(b)
+	pol, fs := benchPolicy(b)
+	t := &tracer{pol: pol, files: fs}
+	checked := &Decision{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, _, _ := t.decideImage(pid, checked); !ok {
+			b.Fatal("verification refused an unchanged exec")
+		}
+	}
+}
+
+// BenchmarkTracerAttach is the supervisor's round trip to the tracer thread
+// for one allowed exec. The caller is already attached after the first
+// iteration (the tracer then only updates its table), so this is the cost of
+// handing a request to a locked OS thread and getting the answer back; the
+// PTRACE_SEIZE itself is a few microseconds more.
+func BenchmarkTracerAttach(b *testing.B) {
+	pid := sleeper(b)
+	pol, fs := benchPolicy(b)
+	t := newTracer(pol, fs, slog.New(slog.DiscardHandler), nil)
+	defer t.close()
+	d := &Decision{Arch: "x86_64"}
+	if err := t.attach(pid, d); err != nil {
+		b.Skipf("ptrace not available: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := t.attach(pid, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStrictCheck is --verify strict's test that a caller cannot change
+// its argv after the check: /proc/PID/status twice, a scan of every process
+// in /proc for a memory peer (kcmp), and /proc/PID/maps.
+func BenchmarkStrictCheck(b *testing.B) {
+	pid := sleeper(b)
+	procs, _ := os.ReadDir("/proc")
+	n := 0
+	for _, p := range procs {
+		if strings.Trim(p.Name(), "0123456789") == "" {
+			n++
+		}
+	}
+	b.Run(fmt.Sprintf("host-processes=%d", n), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if why := raceable(pid, 0, nil); why != "" {
+				b.Fatalf("sleep is raceable: %s", why)
+			}
+		}
+	})
+}
