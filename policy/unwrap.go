@@ -13,7 +13,10 @@ import "strings"
 // (/lib, /lib64, /lib32, /libx32, their /usr twins, and the multiarch
 // directories such as /lib/x86_64-linux-gnu).
 var loaderPaths = []string{
-	"/lib*/ld-*.so*", "/usr/lib*/ld-*.so*", "/lib/*/ld-*.so*", "/usr/lib/*/ld-*.so*",
+	"/lib*/ld-*.so*", "/usr/lib*/ld-*.so*",
+	// Multiarch directories only: a glob over every subdirectory of
+	// /usr/lib lists hundreds of them on each refresh.
+	"/lib/*-linux-*/ld-*.so*", "/usr/lib/*-linux-*/ld-*.so*",
 }
 
 // isLoaderName reports whether base names a dynamic loader: ld-*.so*

@@ -481,6 +481,9 @@ func (l *launch) onDecision(d *supervisor.Decision) {
 	if l.o.Audit != nil {
 		writeAudit(l.o.Audit, d)
 	}
+	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
+		return // formatting argv costs more than the rest of this callback
+	}
 	l.log.Debug("exec", "pid", d.Pid, "argv", supervisor.FormatArgv(d.Exec.Argv),
 		"path", d.Exec.Path, "resolved", d.Exec.Resolved, "decision", d.Result.Decision.String(),
 		"rule", d.Result.RuleText(), "errno", d.Errno, "latency", d.Latency)

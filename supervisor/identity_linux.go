@@ -112,16 +112,27 @@ func fstatID(fd int) (policy.FileID, uint32, error) {
 
 const (
 	// lookupTTL bounds how long a Lookup answer is reused: a program
-	// installed on the PATH later is found within this time.
-	lookupTTL = 2 * time.Second
+	// installed on the PATH later is found within this time. Refreshing
+	// costs a few ms (every rule's program on every PATH directory), so
+	// not too often.
+	lookupTTL = 30 * time.Second
 	// maxDigestSize bounds what is hashed to recognise a renamed copy.
 	maxDigestSize = 512 << 20
 )
 
 // files implements policy.Files for one sandbox: what a program name stands
-// for on the sandbox's PATH, and what files contain. Everything is cached;
-// nothing is resolved or hashed unless a decision needs it.
+// for on the sandbox's PATH, and what files contain. Everything is cached in
+// a fileCache that the supervisor's and the tracer's views share; nothing
+// is resolved or hashed unless a decision needs it. Each view has its own
+// current exec (the decisions on the two threads are independent).
 type files struct {
+	*fileCache
+	curMu   sync.Mutex
+	current *target // guarded by curMu: the exec being decided
+}
+
+// fileCache is what every view of a sandbox's files shares.
+type fileCache struct {
 	rootPid    int      // a process whose root is the sandbox's root
 	searchPath []string // the command's PATH
 
@@ -129,7 +140,6 @@ type files struct {
 	lookups map[string]lookupEntry     // guarded by mu
 	where   map[[2]uint64]string       // guarded by mu: a path of each file Lookup found
 	digests map[policy.FileID][32]byte // guarded by mu
-	current *target                    // guarded by mu: the exec being decided
 }
 
 type lookupEntry struct {
@@ -147,19 +157,28 @@ func newFiles(rootPid int, searchPath string) *files {
 			dirs = append(dirs, d)
 		}
 	}
-	return &files{
+	return &files{fileCache: &fileCache{
 		rootPid:    rootPid,
 		searchPath: dirs,
 		lookups:    map[string]lookupEntry{},
 		where:      map[[2]uint64]string{},
 		digests:    map[policy.FileID][32]byte{},
-	}
+	}}
 }
 
+// view returns another view of the same caches, with its own current exec.
+func (f *files) view() *files { return &files{fileCache: f.fileCache} }
+
 func (f *files) setCurrent(t *target) {
-	f.mu.Lock()
+	f.curMu.Lock()
 	f.current = t
-	f.mu.Unlock()
+	f.curMu.Unlock()
+}
+
+func (f *files) cur() *target {
+	f.curMu.Lock()
+	defer f.curMu.Unlock()
+	return f.current
 }
 
 func (f *files) rootPath() string {
@@ -228,6 +247,7 @@ func (f *files) expand(pattern string) []string {
 // Digest implements policy.Files: SHA-256 of the file's content, cached by
 // the whole FileID so a file rewritten in place is hashed again.
 func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
+	cur := f.cur()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if d, ok := f.digests[id]; ok {
@@ -237,7 +257,7 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 		return [32]byte{}, false
 	}
 	var file *os.File
-	if cur := f.current; cur != nil && cur.fd >= 0 && cur.id == id {
+	if cur != nil && cur.fd >= 0 && cur.id == id {
 		// Re-open the exec's own O_PATH fd for reading.
 		fh, err := os.Open("/proc/self/fd/" + strconv.Itoa(cur.fd))
 		if err != nil {
@@ -276,9 +296,7 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 // Resolve implements policy.Resolver: path as the current exec's caller
 // would open it (relative to its working directory, in its root).
 func (f *files) Resolve(path string) (policy.FileID, string, bool) {
-	f.mu.Lock()
-	cur := f.current
-	f.mu.Unlock()
+	cur := f.cur()
 	if cur == nil || path == "" {
 		return policy.FileID{}, "", false
 	}

@@ -137,8 +137,9 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		done:     make(chan struct{}),
 	}
 	if opts.Verify != VerifyStrict {
-		// The tracer gets its own file cache: it decides on its own thread.
-		s.tracer = newTracer(pol, newFiles(opts.RootPid, opts.SearchPath), log, s.report)
+		// The tracer decides on its own thread: its own view of the
+		// shared file cache.
+		s.tracer = newTracer(pol, fs.view(), log, s.report)
 	}
 	return s, nil
 }
