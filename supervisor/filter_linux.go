@@ -27,6 +27,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //     the kernel reads of the command): EPERM, so a sandboxed program cannot
 //     push keystrokes into the user's terminal;
 //   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
+//   - clone with CLONE_VM outside threads and plain vfork, and clone3: refused;
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
 func Filter() ([]byte, error) { return buildFilter(true) }
@@ -107,6 +108,37 @@ func buildFilter(notify bool) ([]byte, error) {
 		if err := f.AddRule(sc, seccomp.ActErrno.SetReturnCode(int16(rule.errno))); err != nil {
 			return nil, fmt.Errorf("adding rule for %s: %w", rule.name, err)
 		}
+	}
+	// Memory peers: a process sharing the caller's memory without being
+	// one of its threads could rewrite its exec arguments unseen. clone
+	// with CLONE_VM but without CLONE_THREAD is allowed only as a plain
+	// vfork (the parent is suspended until the child execs, and stays the
+	// child's parent: no CLONE_PARENT). clone3 passes its flags in memory
+	// the filter cannot read: ENOSYS, and glibc falls back to clone.
+	// With this, the only tasks sharing an exec caller's memory are its
+	// threads and suspended vfork ancestors — what the fast path checks.
+	cloneNr, err := seccomp.GetSyscallFromName("clone")
+	if err != nil {
+		return nil, fmt.Errorf("resolving clone: %w", err)
+	}
+	for _, c := range []struct{ mask, want uint64 }{
+		{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_VFORK, unix.CLONE_VM},
+		{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_PARENT, unix.CLONE_VM | unix.CLONE_PARENT},
+	} {
+		cond, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, c.mask, c.want)
+		if err != nil {
+			return nil, fmt.Errorf("building clone condition: %w", err)
+		}
+		if err := f.AddRuleConditional(cloneNr, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
+			return nil, fmt.Errorf("adding clone rule: %w", err)
+		}
+	}
+	clone3Nr, err := seccomp.GetSyscallFromName("clone3")
+	if err != nil {
+		return nil, fmt.Errorf("resolving clone3: %w", err)
+	}
+	if err := f.AddRule(clone3Nr, seccomp.ActErrno.SetReturnCode(int16(unix.ENOSYS))); err != nil {
+		return nil, fmt.Errorf("adding clone3 rule: %w", err)
 	}
 	return exportBPF(f)
 }

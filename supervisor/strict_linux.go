@@ -15,91 +15,82 @@ const kcmpVM = 1
 
 // raceable says why the caller of an exec could change its argv or path
 // after the check without ptrace verification, or "" when it cannot:
-//   - it has other threads;
-//   - another task shares its memory (CLONE_VM without CLONE_THREAD);
+//   - it has other threads, or is traced;
+//   - a process sharing its memory can run: the filter lets memory be
+//     shared only by threads and by plain vfork (the parent is suspended
+//     until the child execs), so this walks the vfork ancestors that share
+//     the caller's memory and requires each to be single-threaded;
 //   - the path, the argv array or an argv string lies in a shared mapping
 //     another process could write.
 //
-// A /proc/PID/mem writer needs ptrace access to the caller; where strict
-// mode is in force because ptrace is not available, that access is
-// refused to the sandbox too.
+// Nothing in the sandbox can write another process's memory otherwise
+// (ptrace and process_vm_writev are refused, /proc is read-only). A caller
+// that passes needs no ptrace verification; one that fails gets it, or is
+// refused in strict mode.
 //
 // trusted is a task whose memory the caller may share: cordon's own init,
 // whose spawns are vfork children sharing its (multithreaded) memory.
 func raceable(pid int, trusted int, addrs []uint64) string {
-	proc := "/proc/" + strconv.Itoa(pid)
-	if trusted > 0 && kcmp(pid, trusted, kcmpVM) {
-		return "" // the init's own spawn: trusted code
+	st := readStatus(pid)
+	if st.tracer != 0 {
+		return fmt.Sprintf("the caller is traced by process %d, which can rewrite its arguments", st.tracer)
 	}
-	if tp := procStatusField(proc+"/status", "TracerPid"); tp != "0" {
-		return fmt.Sprintf("the caller is traced by process %s, which can rewrite its arguments", tp)
+	if st.threads != 1 {
+		return fmt.Sprintf("the caller has %d threads", st.threads)
 	}
-	if n := procStatusField(proc+"/status", "Threads"); n != "1" {
-		return fmt.Sprintf("the caller has %s threads", n)
+	for p := st.ppid; p > 1 && kcmp(pid, p, kcmpVM); {
+		if p == trusted {
+			break // the init's own spawn: trusted code
+		}
+		ps := readStatus(p)
+		if ps.threads != 1 || ps.tracer != 0 {
+			return fmt.Sprintf("process %d shares the caller's memory and has %d threads", p, ps.threads)
+		}
+		p = ps.ppid
 	}
-	if peer := memoryPeer(pid); peer > 0 && !suspendedVforkParent(pid, peer) {
-		return fmt.Sprintf("process %d shares the caller's memory", peer)
-	}
-	if a, ok := sharedAddr(proc+"/maps", addrs); ok {
+	if a, ok := sharedAddr("/proc/"+strconv.Itoa(pid)+"/maps", addrs); ok {
 		return fmt.Sprintf("exec arguments at %#x lie in shared memory", a)
 	}
 	return ""
 }
 
-// suspendedVforkParent reports whether peer is the caller's parent with a
-// single thread: a vfork parent is suspended until its child execs, so with
-// no other thread nothing in the shared memory can run (shells spawn
-// commands this way).
-func suspendedVforkParent(pid, peer int) bool {
-	ppid := procStatusField("/proc/"+strconv.Itoa(pid)+"/status", "PPid")
-	return ppid == strconv.Itoa(peer) && procStatusField("/proc/"+strconv.Itoa(peer)+"/status", "Threads") == "1"
+// procStatus is what raceable reads of /proc/PID/status.
+type procStatus struct {
+	threads, tracer, ppid int
+}
+
+// readStatus reads Threads, TracerPid and PPid in one pass. A field that
+// cannot be read reads as -1, which no check accepts.
+func readStatus(pid int) procStatus {
+	st := procStatus{threads: -1, tracer: -1, ppid: -1}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return st
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "Threads":
+			st.threads = n
+		case "TracerPid":
+			st.tracer = n
+		case "PPid":
+			st.ppid = n
+		}
+	}
+	return st
 }
 
 func kcmp(a, b, typ int) bool {
 	r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), uintptr(typ), 0, 0, 0)
 	return e == 0 && r == 0
-}
-
-func procStatusField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "?"
-}
-
-// memoryPeer returns another process in the caller's pid namespace that
-// shares its address space, or 0.
-func memoryPeer(pid int) int {
-	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
-	if err != nil {
-		return 0
-	}
-	tgid, _ := strconv.Atoi(procStatusField("/proc/"+strconv.Itoa(pid)+"/status", "Tgid"))
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, e := range entries {
-		other, err := strconv.Atoi(e.Name())
-		if err != nil || other == tgid {
-			continue
-		}
-		if o, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || o != ns {
-			continue
-		}
-		if kcmp(pid, other, kcmpVM) {
-			return other
-		}
-	}
-	return 0
 }
 
 // sharedAddr reports the first address that lies in a shared mapping.

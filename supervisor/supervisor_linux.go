@@ -438,23 +438,63 @@ func (s *Supervisor) decideInterpreters(pid int, call execCall, fd int, d *Decis
 // errno to refuse with, or 0.
 func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
 	pid := int(n.Pid)
-	if s.tracer != nil {
-		err := s.tracer.attach(pid, d)
-		if err == nil {
+	if s.opts.Verify != VerifyPtrace {
+		// Fast path: a caller that cannot change its arguments after the
+		// check needs no verification (most execs: shells fork or vfork
+		// from a single thread).
+		addrs := append([]uint64{d.pathAddr, d.argvAddr}, s.mem.ptrs...)
+		why := raceable(pid, s.opts.RootPid, addrs)
+		if why == "" && s.immutable(pid, d) {
 			return 0
 		}
-		if s.opts.Verify == VerifyPtrace {
-			d.Reason = "cannot verify: " + err.Error()
+		if why == "" {
+			// Its memory cannot change, but what the path leads to could
+			// (a writable directory, a symlink there, a memfd).
+			why = "what its path leads to could change"
+		}
+		if s.tracer == nil {
+			d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
 			return unix.EPERM
 		}
-		s.log.Debug("ptrace verification not possible; strict check", "pid", pid, "err", err)
+		if err := s.tracer.attach(pid, d); err != nil {
+			s.log.Debug("ptrace verification not possible", "pid", pid, "err", err)
+			d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
+			return unix.EPERM
+		}
+		return 0
 	}
-	addrs := append([]uint64{d.pathAddr, d.argvAddr}, s.mem.ptrs...)
-	if why := raceable(pid, s.opts.RootPid, addrs); why != "" {
-		d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
+	if err := s.tracer.attach(pid, d); err != nil {
+		d.Reason = "cannot verify: " + err.Error()
 		return unix.EPERM
 	}
 	return 0
+}
+
+// immutable reports whether the file an exec names, and the #! interpreters
+// it runs through, can only be what was checked when the kernel opens them:
+// see immutablePath. Descriptor-based execs (fexecve, execveat with a
+// directory fd) never qualify: a memfd's content can change.
+func (s *Supervisor) immutable(pid int, d *Decision) bool {
+	if d.Syscall != "execve" || d.Exec.Path == "" {
+		return false
+	}
+	called := d.Exec.Path
+	if !strings.HasPrefix(called, "/") {
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		if err != nil {
+			return false
+		}
+		called = cwd + "/" + called
+	}
+	if !immutablePath(pid, s.opts.RootPid, called) {
+		return false
+	}
+	for _, interp := range d.Interpreter {
+		if !immutablePath(pid, s.opts.RootPid, interp) {
+			return false
+		}
+	}
+	return true
 }
 
 // ownFDPath recognises /proc/self/fd/N, /proc/thread-self/fd/N and

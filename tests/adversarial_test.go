@@ -72,17 +72,31 @@ func TestAdvArgvRace(t *testing.T) {
 		// ptrace; strict mode refuses it), so only the safety property is
 		// checked.
 		mayRefuse bool
+		// peerRefused: the filter refuses to create the racer at all
+		// (clone with CLONE_VM outside threads and plain vfork), so every
+		// attempt must report racer_refused and nothing denied may run.
+		peerRefused bool
 	}{
-		{"second thread", "thread", false},
-		{"CLONE_VM peer", "clonevm", false},
-		{"MAP_SHARED memfd written by another process", "shared", false},
-		{"/proc/PID/mem writer", "procmem", false},
-		{"/proc/PID/mem writer that is the caller's tracer", "tracedmem", true},
+		{"second thread", "thread", false, false},
+		{"CLONE_VM peer", "clonevm", false, true},
+		{"MAP_SHARED memfd written by another process", "shared", false, false},
+		{"/proc/PID/mem writer", "procmem", false, false},
+		{"/proc/PID/mem writer that is the caller's tracer", "tracedmem", true, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			race := fmt.Sprintf("%s -m %s -n %d -p %s", shq(flip), tc.mode, n, shq(git))
 			script := race
+			if tc.peerRefused {
+				r := runCordon(t, runOpts{dir: dir, timeout: 60 * time.Second}, "--deny", "git push", "--", "sh", "-c", script)
+				require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", tail(r.stdout, 2000), tail(r.stderr, 2000))
+				counts := parseSummary(t, r.stdout, "summary mode="+tc.mode+" steady=0 ")
+				logRace(t, "race", counts, r.stderr)
+				assert.Equal(t, n, counts["racer_refused"], "the filter refuses every CLONE_VM peer")
+				assert.Zero(t, counts["ran_denied"])
+				assert.Zero(t, strings.Count(r.stdout, "git ran: push"))
+				return
+			}
 			if !tc.mayRefuse {
 				// The control runs the same racer writing "status" only.
 				script = fmt.Sprintf("%s -m %s -n %d -p %s -s && %s", shq(flip), tc.mode, controls, shq(git), race)

@@ -177,8 +177,10 @@ static void attempt(void) {
 		// CLONE_PARENT: the peer is the driver's child, so the driver
 		// kills and reaps it. Without CLONE_THREAD it is a separate
 		// process that shares this memory.
+		// cordon's filter refuses a memory peer that is not a thread:
+		// exit 4 says so (counted as racer_refused).
 		if (clone(cloneRacer, stack + sz, CLONE_VM | CLONE_PARENT | SIGCHLD, NULL) < 0)
-			_exit(3);
+			_exit(errno == EPERM ? 4 : 3);
 		waitStarted();
 		doExec(word.s);
 	} else if (strcmp(mode, "shared") == 0) {
@@ -325,6 +327,8 @@ static void classify(struct counts *c, int status, const char *out) {
 		c->ran_torn++;
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 126 && strncmp(out, "execve: ", 8) == 0) {
 		c->eperm++;
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 4 && strcmp(mode, "clonevm") == 0) {
+		racerRefused++; // the peer could not be created, so nothing was exec'd
 	} else {
 		if (c->other < 5)
 			printf("other: status=%#x out=%s\n", status, out);
