@@ -65,6 +65,8 @@ type Options struct {
 	Verify supervisor.Verify
 	RW, RO []string
 	Net    bwrap.Net
+	// Hide and HideFiles are hidden from the sandbox (bwrap.Spec).
+	Hide, HideFiles []string
 
 	Stdin, Stdout, Stderr *os.File
 	// Audit, when set, receives one JSON line per exec decision.
@@ -257,6 +259,7 @@ func (l *launch) start(exe string) (*frameConn, error) {
 		}
 		spec := bwrap.Spec{
 			Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net,
+			Hide: l.o.Hide, HideFiles: l.o.HideFiles,
 			Exe: exe, Command: []string{exe, InitArg},
 			Privileged: os.Geteuid() == 0,
 		}

@@ -37,6 +37,8 @@ type SandboxOptions struct {
 	Dir    string
 	RW, RO []string
 	Net    bwrap.Net
+	// Hide and HideFiles are hidden from the sandbox (bwrap.Spec).
+	Hide, HideFiles []string
 
 	Policy *policy.Policy
 	// Ask and OnDecision are passed to the supervisor (see
@@ -170,6 +172,7 @@ func StartSandbox(o SandboxOptions) (*Sandbox, error) {
 	}
 	spec := bwrap.Spec{
 		Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
+		Hide: o.Hide, HideFiles: o.HideFiles,
 		Exe: exe, Command: []string{exe, InitArg},
 		Privileged: os.Geteuid() == 0,
 	}

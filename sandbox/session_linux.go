@@ -103,6 +103,7 @@ func newSession(m *Manager, id string, spec SessionSpec) (*Session, error) {
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(runner.SandboxOptions{
 		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net,
+		Hide: m.opts.Hide, HideFiles: m.opts.HideFiles,
 		Policy:     pol,
 		Ask:        s.ask,
 		OnDecision: s.onDecision,
