@@ -57,6 +57,8 @@ type Session struct {
 	// its final decision; guarded by mu.
 	askChains map[*supervisor.Decision][]int
 	carry     carryState // guarded by mu
+
+	decisions *decisionLog // every exec decision of the session (Decisions)
 }
 
 type pendingDecision struct {
@@ -99,6 +101,7 @@ func newSession(m *Manager, id string, spec SessionSpec) (*Session, error) {
 		byShim:    make(map[int]*Process),
 		askChains: make(map[*supervisor.Decision][]int),
 		carry:     carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
+		decisions: newDecisionLog(m.opts.EventBuffer),
 	}
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(runner.SandboxOptions{
@@ -156,6 +159,7 @@ func (s *Session) Info() SessionInfo {
 	if s.lostErr != nil {
 		info.Error = s.lostErr.Error()
 	}
+	info.LastDecision = s.decisions.log.last()
 	return info
 }
 
@@ -768,6 +772,10 @@ func (s *Session) deliver(chain []int, dec Decision) *Process {
 		}
 	}
 	s.mu.Unlock()
+	if p != nil && p.listed {
+		dec.Process = p.id
+	}
+	s.decisions.add(dec)
 	if p != nil {
 		p.addDecision(dec)
 	}
