@@ -16,7 +16,7 @@ import (
 // documented.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var doc struct {
-		OpenAPI string                            `yaml:"openapi"`
+		OpenAPI string                          `yaml:"openapi"`
 		Paths   map[string]map[string]yaml.Node `yaml:"paths"`
 	}
 	require.NoError(t, yaml.Unmarshal(OpenAPI(), &doc))
