@@ -150,3 +150,9 @@ func (c *Client) WriteStdin(ctx context.Context, _, process string, data []byte)
 func (c *Client) CloseStdin(ctx context.Context, _, process string) error {
 	return c.call(ctx, "POST", "/v1/processes/"+esc(process)+"/stdin?close=1", bytes.NewReader(nil), nil)
 }
+
+// History yields a process's events after the cursor that have happened so
+// far, and ends (it does not wait for new ones).
+func (c *Client) History(ctx context.Context, process string, after uint64) iter.Seq2[sandbox.Event, error] {
+	return c.stream(ctx, "/v1/processes/"+esc(process)+"/events?after="+strconv.FormatUint(after, 10), false)
+}
