@@ -37,7 +37,8 @@ func (e *StartError) Error() string {
 
 // StartOptions configures starting a daemon.
 type StartOptions struct {
-	// Exe is the cordon binary (default: this executable).
+	// Exe is the cordon binary (default: cordon on PATH; the CLI passes
+	// itself).
 	Exe string
 	// Args are extra flags for "cordon serve" (--listen, --socket...).
 	Args []string
@@ -60,6 +61,10 @@ func Start(ctx context.Context, p Paths, o StartOptions) (Status, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Second
+	}
+	if st.State == Unresponsive {
+		// Alive: never start a second one, whatever its files say.
+		return waitRunning(ctx, p, o.Timeout, st)
 	}
 	lctx, cancel := context.WithTimeout(ctx, o.Timeout+5*time.Second)
 	defer cancel()
@@ -119,8 +124,8 @@ func spawn(p Paths, o StartOptions) (readiness, error) {
 	exe := o.Exe
 	if exe == "" {
 		var err error
-		if exe, err = os.Executable(); err != nil {
-			return readiness{}, fmt.Errorf("finding cordon's own binary: %w", err)
+		if exe, err = exec.LookPath("cordon"); err != nil {
+			return readiness{}, fmt.Errorf("finding the cordon binary to start the daemon (set StartOptions.Exe): %w", err)
 		}
 	}
 	env := o.Env

@@ -38,7 +38,11 @@ func commandContext() (context.Context, context.CancelFunc) {
 // connectDaemon returns a client of the user's daemon, starting the daemon
 // when none runs.
 func connectDaemon(ctx context.Context) (*client.Client, error) {
-	c, _, err := daemon.Connect(ctx, daemon.ConnectOptions{AutoStart: true})
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding cordon's own binary: %w", err)
+	}
+	c, _, err := daemon.Connect(ctx, daemon.ConnectOptions{AutoStart: true, Start: daemon.StartOptions{Exe: exe}})
 	if err != nil {
 		return nil, err
 	}

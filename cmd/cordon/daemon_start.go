@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/cordon-sandbox/cordon/daemon"
@@ -40,7 +41,11 @@ already runs, say so and exit 0. Concurrent starts start one daemon.`,
 			if err != nil {
 				return failed(err)
 			}
-			st, err := daemon.Start(ctx, paths, daemon.StartOptions{Args: args, Timeout: opts.timeout})
+			exe, err := os.Executable()
+			if err != nil {
+				return failed(fmt.Errorf("finding cordon's own binary: %w", err))
+			}
+			st, err := daemon.Start(ctx, paths, daemon.StartOptions{Exe: exe, Args: args, Timeout: opts.timeout})
 			if err != nil {
 				return failed(err)
 			}

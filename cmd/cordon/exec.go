@@ -23,17 +23,21 @@ type execOptions struct {
 	killGrace time.Duration
 	noDaemon  bool
 	json      bool
+	script    string
 }
 
 func newExecCmd(opts *execOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "exec [flags] -- CMD [ARG...]",
+		Use:   "exec [flags] -- CMD [ARG...] | exec [flags] -c SCRIPT",
 		Short: "Run a command to completion through the daemon (in a session, or a throwaway sandbox)",
 		Long: `Run CMD to completion and pass its output and exit code through. With --session
 it runs in that session (its policy, its carried directory in carry mode);
 without, in a throwaway sandbox made like "cordon run" makes one (current
 directory writable, your environment, the policy found here and the rule
 flags), which is gone when the command ends, with everything it started.
+
+With -c SCRIPT the command is a script run by sh -c; in a carry-mode session
+the directory and exported variables it leaves become the session's.
 
 The daemon is started on first use; --no-daemon runs the same thing in this
 process. The command's stdin is /dev/null unless --stdin passes cordon's stdin
@@ -46,9 +50,10 @@ cordon or the daemon failed.`,
 		Example: `  cordon exec -- make test
   cordon exec --deny "git push" -- git push origin main   # exit 126
   cordon exec --session dev -- npm test
+  cordon exec --session dev -c 'cd src && export STAGE=build'
   echo data | cordon exec --stdin -- wc -c
   cordon exec --no-daemon --timeout 10s -- ./slow.sh`,
-		Args:          cobra.MinimumNArgs(1),
+		Args:          cobra.ArbitraryArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,6 +64,7 @@ cordon or the daemon failed.`,
 	f.SetInterspersed(false)
 	addSandboxFlags(f, &opts.sandboxFlags)
 	f.StringVar(&opts.session, "session", "", "run in this session (id or name)")
+	f.StringVarP(&opts.script, "script", "c", "", "run this script with sh -c (carried in a carry-mode session) instead of CMD")
 	f.StringVar(&opts.cwd, "cwd", "", "working directory of the command (default: the session's, or the current one)")
 	f.StringArrayVar(&opts.env, "env", nil, "set KEY=VALUE for the command (repeatable)")
 	f.BoolVarP(&opts.stdin, "stdin", "i", false, "pass cordon's stdin to the command (read to its end first)")
@@ -70,8 +76,11 @@ cordon or the daemon failed.`,
 }
 
 func (o *execOptions) run(cmd *cobra.Command, args []string) error {
+	if (len(args) == 0) == (o.script == "") {
+		return failed(errors.New("give a command (-- CMD [ARG...]) or a script (-c SCRIPT), not both"))
+	}
 	req := sandbox.ExecRequest{
-		Argv: args, Dir: o.cwd, Env: o.env,
+		Argv: args, Script: o.script, Dir: o.cwd, Env: o.env,
 		Timeout: sandbox.Duration(o.timeout), KillGrace: sandbox.Duration(o.killGrace),
 	}
 	if o.timeout < 0 || o.killGrace < 0 {
