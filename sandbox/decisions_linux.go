@@ -13,7 +13,7 @@ type decisionLog struct {
 	log *eventLog
 
 	mu   sync.Mutex
-	last string // guarded by mu: the last decision's caller, kind and argv
+	last map[int]string // guarded by mu: each caller's last decision (kind and argv)
 }
 
 func newDecisionLog(limit int) *decisionLog {
@@ -23,10 +23,13 @@ func newDecisionLog(limit int) *decisionLog {
 // add appends d, skipping the repeats a shell's PATH search makes after
 // EPERM (the same caller, decision and argv again).
 func (l *decisionLog) add(d Decision) {
-	key := fmt.Sprintf("%d\x00%s\x00%q", d.Pid, d.Decision, d.Argv)
+	key := fmt.Sprintf("%s\x00%q", d.Decision, d.Argv)
 	l.mu.Lock()
-	dup := key == l.last
-	l.last = key
+	dup := key == l.last[d.Pid]
+	if l.last == nil || len(l.last) > 1024 {
+		l.last = make(map[int]string)
+	}
+	l.last[d.Pid] = key
 	l.mu.Unlock()
 	if dup {
 		return
