@@ -144,7 +144,7 @@ func TestReadmeDaemonExamples(t *testing.T) {
 		`{"exit_code":0,"stdout":"hello\n"}`,
 		`{"exit_code":126,"denied":true,"rule":"deny \"git push\""}`,
 		"AP8=\n",
-		`"text":"tick 3\n"`,
+		`tick 3\n"}`,
 		"event: end",
 		`{"exit_code":3}`,
 		`"transport":"tcp"`,

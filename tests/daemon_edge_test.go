@@ -413,6 +413,9 @@ except OSError as e:
 	}
 	t.Run("unix", func(t *testing.T) {
 		d := newDaemonEnv(t)
+		if strings.HasPrefix(d.dir, "/tmp/") {
+			skipOrFail(t, "no /var/tmp: a daemon directory under /tmp is hidden by the sandbox's own /tmp, which proves nothing")
+		}
 		disc := d.start()
 		script := probe(d.dir, disc.Socket)
 		for _, args := range [][]string{

@@ -97,8 +97,14 @@ type daemonEnv struct {
 func newDaemonEnv(t *testing.T) *daemonEnv {
 	t.Helper()
 	requireSeccompNotify(t)
-	// A short path: sun_path has 108 bytes.
-	xdg, err := os.MkdirTemp("", "cdt")
+	// Not under /tmp, which every sandbox replaces with its own (the
+	// daemon's directory would be out of sight for that reason alone), and
+	// a short path: sun_path has 108 bytes.
+	base := ""
+	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
+		base = "/var/tmp"
+	}
+	xdg, err := os.MkdirTemp(base, "cdt")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(xdg, 0o700))
 	d := &daemonEnv{t: t, xdg: xdg, dir: filepath.Join(xdg, "cordon")}
