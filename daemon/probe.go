@@ -40,6 +40,8 @@ type Status struct {
 	// Stale: files of a dead daemon are left (they are removed by the next
 	// daemon, under the lock).
 	Stale bool `json:"stale,omitempty"`
+	// Refused: a daemon answered and refused this client (401, 403).
+	Refused error `json:"-"`
 }
 
 // prober decides liveness. Its fields are replaceable in tests.
@@ -116,7 +118,7 @@ func (pr prober) probe(ctx context.Context, p Paths, override *client.Endpoint) 
 		var ae *client.Error
 		if errors.As(err, &ae) {
 			// Something answered, and refused: alive, and not ours to use.
-			st.State = Unresponsive
+			st.State, st.Refused = Unresponsive, err
 			st.Reason = fmt.Sprintf("%s answered but refused: %v", st.Endpoint, err)
 			return st
 		}

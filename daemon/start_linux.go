@@ -20,6 +20,8 @@ var (
 	ErrNotRunning = errors.New("no cordon daemon is running")
 	// ErrUnresponsive: a daemon is alive but does not answer.
 	ErrUnresponsive = errors.New("a cordon daemon is alive but does not answer")
+	// ErrRefused: a daemon answered and refused this client (token, uid).
+	ErrRefused = errors.New("the cordon daemon refused this client")
 )
 
 // StartError is a daemon that failed to start, with what it said.
@@ -61,6 +63,9 @@ func Start(ctx context.Context, p Paths, o StartOptions) (Status, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Second
+	}
+	if st.Refused != nil {
+		return st, fmt.Errorf("%w: %v", ErrRefused, st.Refused)
 	}
 	if st.State == Unresponsive {
 		// Alive: never start a second one, whatever its files say.
@@ -202,7 +207,10 @@ func Connect(ctx context.Context, o ConnectOptions) (*client.Client, Status, err
 		st, err = Probe(ctx, p)
 		if err == nil && st.State != Running {
 			base := ErrNotRunning
-			if st.State == Unresponsive {
+			switch {
+			case st.Refused != nil:
+				base = ErrRefused
+			case st.State == Unresponsive:
 				base = ErrUnresponsive
 			}
 			err = fmt.Errorf("%w: %s", base, st.Reason)

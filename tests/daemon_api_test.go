@@ -260,3 +260,42 @@ func TestDaemonCommandsHaveExamples(t *testing.T) {
 		assert.Contains(t, r.stdout, "Example", "%v has an example", args)
 	}
 }
+
+// CORDON_HOST names the daemon (and CORDON_TOKEN, or the matching
+// daemon.json, its token); a second "cordon serve" refuses to run.
+func TestDaemonCordonHost(t *testing.T) {
+	d := newDaemonEnv(t)
+	disc := d.start("--listen", "127.0.0.1:0")
+	for _, env := range [][]string{
+		{"CORDON_HOST=http://" + disc.Addr},                              // token from daemon.json
+		{"CORDON_HOST=tcp://" + disc.Addr, "CORDON_TOKEN=" + disc.Token}, // token given
+	} {
+		r := d.cordonOpts(runOpts{env: env}, "exec", "--", "echo", "via-host")
+		assert.Equal(t, 0, r.code, "%v: %s", env, r.stderr)
+		assert.Equal(t, "via-host\n", r.stdout)
+	}
+	// No token anywhere (another location, without daemon.json): refused at
+	// once, and no second daemon is started.
+	other, err := os.MkdirTemp("/var/tmp", "cdt")
+	require.NoError(t, err)
+	defer os.RemoveAll(other)
+	require.NoError(t, os.Chmod(other, 0o700))
+	r := d.cordonOpts(runOpts{env: []string{"CORDON_HOST=http://" + disc.Addr, "XDG_RUNTIME_DIR=" + other}}, "exec", "--", "true")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "refused this client: missing or wrong bearer token")
+	assert.Less(t, r.elapsed, 10*time.Second, "a refusal is not waited on")
+	r = d.cordon("serve")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, fmt.Sprintf("already running (pid %d)", disc.Pid))
+	assert.Len(t, d.daemonPids(), 1)
+
+	// unix:// with an explicit socket; the daemon started for it serves there.
+	d.stop()
+	sock := filepath.Join(d.xdg, "elsewhere.sock")
+	r = d.cordonOpts(runOpts{env: []string{"CORDON_HOST=unix://" + sock}}, "exec", "--", "echo", "via-socket")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "via-socket\n", r.stdout)
+	assert.Equal(t, sock, d.discovery().Socket, "daemon.json names it, for clients without CORDON_HOST")
+	r = d.cordon("exec", "--", "echo", "found")
+	assert.Equal(t, 0, r.code, r.stderr)
+}
