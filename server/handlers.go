@@ -188,7 +188,8 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	// The process outlives this request: it is not tied to r's context.
+	// r's context only covers the start: a client gone before it got the
+	// id gets no process; once started, the process outlives the request.
 	info, err := s.o.Service.Start(r.Context(), lreq)
 	if err != nil {
 		s.fail(w, err)

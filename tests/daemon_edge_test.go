@@ -304,11 +304,11 @@ func TestDaemonAccessRules(t *testing.T) {
 		// Another uid: the directory and socket modes keep it out; open
 		// them up, and the peer check (SO_PEERCRED) still refuses it.
 		if os.Geteuid() != 0 {
-			t.Skip("needs root to act as another uid")
+			skipOrFail(t, "needs root to act as another uid")
 		}
 		curl := requireTool(t, "curl")
 		other := func() (string, error) {
-			cmd := exec.Command(curl, "-sS", "-w", "\n%{http_code}", "--unix-socket", disc.Socket, "http://localhost/v1/health")
+			cmd := exec.Command(curl, "-sS", "--max-time", "10", "-w", "\n%{http_code}", "--unix-socket", disc.Socket, "http://localhost/v1/health")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 			out, err := cmd.CombinedOutput()
 			return string(out), err
