@@ -55,6 +55,12 @@ type Spec struct {
 	Exe string
 	// Command is what bwrap runs inside the sandbox.
 	Command []string
+	// Hide lists directories covered by an empty tmpfs, and HideFiles files
+	// covered by /dev/null, after every bind: the sandbox cannot see or
+	// connect to what they hold (the cordon daemon's socket and token; a
+	// Unix socket on a read-only mount is still connectable). Each path must
+	// exist.
+	Hide, HideFiles []string
 	// Privileged means bwrap runs as root. bwrap then keeps the caller's
 	// capabilities in the sandbox unless told otherwise, which would let
 	// the command remount, trace or escape; Args drops them all.
@@ -99,6 +105,12 @@ func (s *Spec) Args() ([]string, error) {
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
 	for _, b := range binds {
 		a = append(a, b.op, b.path, b.path)
+	}
+	for _, p := range s.Hide {
+		a = append(a, "--tmpfs", p)
+	}
+	for _, p := range s.HideFiles {
+		a = append(a, "--ro-bind", "/dev/null", p)
 	}
 	if s.Exe != "" {
 		a = append(a, "--ro-bind", s.Exe, s.Exe)

@@ -144,6 +144,14 @@ func TestSpecArgs(t *testing.T) {
 			},
 		},
 		{
+			name: "hidden paths come after every bind, so a bind of a parent cannot expose them",
+			spec: Spec{Dir: "/home/u", RW: []string{"/home/u/.cache"}, Hide: []string{"/home/u/.cache/cordon/run"}, HideFiles: []string{"/home/u/d.sock"}, Command: cmd},
+			check: func(t *testing.T, opts []string) {
+				assertBefore(t, opts, []string{"--bind", "/home/u/.cache", "/home/u/.cache"}, []string{"--tmpfs", "/home/u/.cache/cordon/run"})
+				assertBefore(t, opts, []string{"--bind", "/home/u", "/home/u"}, []string{"--ro-bind", "/dev/null", "/home/u/d.sock"})
+			},
+		},
+		{
 			name: "net none unshares the network",
 			spec: Spec{Net: NetNone, Command: cmd},
 			check: func(t *testing.T, opts []string) {

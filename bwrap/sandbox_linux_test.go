@@ -3,6 +3,7 @@ package bwrap
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,4 +222,41 @@ func TestSandboxPidNamespace(t *testing.T) {
 	pid, err := strconv.Atoi(lines[len(lines)-1])
 	require.NoError(t, err)
 	assert.Less(t, pid, 10, "the command runs in a fresh pid namespace")
+}
+
+// A Unix socket on a read-only mount is still connectable: hiding is what
+// keeps a sandbox away from the cordon daemon's socket and token.
+func TestHiddenSocketIsUnreachable(t *testing.T) {
+	requireBwrap(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		skipOrFail(t, "python3 not installed")
+	}
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(run, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(run, "daemon.json"), []byte(`{"token":"secret"}`), 0o600))
+	other := filepath.Join(dir, "other.sock")
+	for _, p := range []string{filepath.Join(run, "daemon.sock"), other} {
+		l, err := net.Listen("unix", p)
+		require.NoError(t, err)
+		t.Cleanup(func() { l.Close() })
+	}
+	probe := `import socket,sys,os
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); print("connected", p)
+    except OSError as e:
+        print("refused", p, e.errno)
+print("listing", sorted(os.listdir(os.path.dirname(sys.argv[1]))))`
+	args := []string{py, "-c", probe, filepath.Join(run, "daemon.sock"), other}
+
+	out := runSandbox(t, Spec{Dir: dir, Command: args})
+	assert.Contains(t, out, "connected "+filepath.Join(run, "daemon.sock"), "without hiding, a read-only socket is reachable (this is why Hide exists)")
+
+	out = runSandbox(t, Spec{Dir: dir, Hide: []string{run}, HideFiles: []string{other}, Command: args})
+	assert.Contains(t, out, "refused "+filepath.Join(run, "daemon.sock"))
+	assert.Contains(t, out, "refused "+other)
+	assert.Contains(t, out, "listing []", "the hidden directory is empty: no socket, no token")
 }

@@ -64,6 +64,8 @@ type Options struct {
 	Verify supervisor.Verify
 	RW, RO []string
 	Net    bwrap.Net
+	// Hide and HideFiles are hidden from the sandbox (bwrap.Spec).
+	Hide, HideFiles []string
 
 	Stdin, Stdout, Stderr *os.File
 	// Audit, when set, receives one JSON line per exec decision.
@@ -232,7 +234,8 @@ func (l *launch) start(exe string) (*frameConn, error) {
 		argv = []string{exe, InitArg}
 	default:
 		var err error
-		argv, err = sandboxArgv(exe, bwrap.Spec{Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net})
+		argv, err = sandboxArgv(exe, bwrap.Spec{Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net,
+			Hide: l.o.Hide, HideFiles: l.o.HideFiles})
 		if err != nil {
 			return nil, err
 		}

@@ -37,6 +37,8 @@ type SandboxOptions struct {
 	Dir    string
 	RW, RO []string
 	Net    bwrap.Net
+	// Hide and HideFiles are hidden from the sandbox (bwrap.Spec).
+	Hide, HideFiles []string
 
 	Policy *policy.Policy
 	// Ask and OnDecision are passed to the supervisor (see
@@ -164,7 +166,8 @@ func StartSandbox(o SandboxOptions) (*Sandbox, error) {
 			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
 		}
 	}
-	argv, err := sandboxArgv(exe, bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net})
+	argv, err := sandboxArgv(exe, bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
+		Hide: o.Hide, HideFiles: o.HideFiles})
 	if err != nil {
 		return nil, err
 	}

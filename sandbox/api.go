@@ -130,6 +130,9 @@ type SessionInfo struct {
 	Processes int `json:"processes"`
 	// Error says why a lost session was lost.
 	Error string `json:"error,omitempty"`
+	// LastDecision is the cursor of the session's newest exec decision
+	// (see Manager.Decisions).
+	LastDecision uint64 `json:"last_decision"`
 }
 
 // ExecRequest is one command to run to completion. Exactly one of Argv and
@@ -311,6 +314,9 @@ type Decision struct {
 	Program string `json:"program,omitempty"`
 	// Pid is the caller's pid in the sandbox's pid namespace.
 	Pid int `json:"pid,omitempty"`
+	// Process is the id of the started process whose tree made the exec,
+	// when known (session-wide decision streams; empty for Exec's).
+	Process string `json:"process,omitempty"`
 }
 
 // Scope is what Signal reaches.

@@ -37,8 +37,12 @@ type Options struct {
 	MaxOutput int
 	// Exe is the binary that plays the sandbox's init (default: this
 	// executable; its main must dispatch runner.InitArg).
-	Exe    string
-	Logger *slog.Logger
+	Exe string
+	// Hide lists directories, and HideFiles files, that every session's
+	// sandbox must not see (the daemon's socket and token; see
+	// bwrap.Spec.Hide). Each must exist when a session starts.
+	Hide, HideFiles []string
+	Logger          *slog.Logger
 }
 
 // Manager is the in-process Service: it owns sessions. Its methods are safe

@@ -53,21 +53,21 @@ type Process struct {
 	startOnce, finishOnce, goneOnce, pipesOnce sync.Once
 
 	mu            sync.Mutex
-	state         ProcessState // guarded by mu
-	leader, shim  *pidFD       // guarded by mu: set when the leader exists
-	shimHost      int          // guarded by mu: the shim's pid on the host
-	leaderHost    int          // guarded by mu
-	leaderDone    bool         // guarded by mu: the leader's exit was reported
-	execErr       *execFailure // guarded by mu
-	exit          *ExitInfo    // guarded by mu
-	timedOut      bool         // guarded by mu
-	killRequested bool         // guarded by mu
-	kill          *killOp      // guarded by mu: the one escalation, shared by every caller
-	stdin         *os.File     // guarded by mu: the write end of a stdin pipe
-	decisions     []Decision   // guarded by mu: Exec's
-	lastDecision  string       // guarded by mu: the last decision's caller, kind and argv
-	untracked     bool         // guarded by mu: the shim was killed before the leader exited
-	timer         *time.Timer  // guarded by mu
+	state         ProcessState   // guarded by mu
+	leader, shim  *pidFD         // guarded by mu: set when the leader exists
+	shimHost      int            // guarded by mu: the shim's pid on the host
+	leaderHost    int            // guarded by mu
+	leaderDone    bool           // guarded by mu: the leader's exit was reported
+	execErr       *execFailure   // guarded by mu
+	exit          *ExitInfo      // guarded by mu
+	timedOut      bool           // guarded by mu
+	killRequested bool           // guarded by mu
+	kill          *killOp        // guarded by mu: the one escalation, shared by every caller
+	stdin         *os.File       // guarded by mu: the write end of a stdin pipe
+	decisions     []Decision     // guarded by mu: Exec's
+	lastDecision  map[int]string // guarded by mu: each caller's last decision (kind and argv)
+	untracked     bool           // guarded by mu: the shim was killed before the leader exited
+	timer         *time.Timer    // guarded by mu
 }
 
 type execFailure struct {
@@ -494,10 +494,15 @@ func (p *Process) release() {
 func (p *Process) addDecision(d Decision) {
 	// Shells such as dash retry every PATH entry after EPERM: the same
 	// caller asking for the same argv again says nothing new.
-	key := fmt.Sprintf("%d\x00%s\x00%q", d.Pid, d.Decision, d.Argv)
+	// Keyed by caller: another process's decision in between (a PATH
+	// retry interleaved with a sibling's exec) must not hide a repeat.
+	key := fmt.Sprintf("%s\x00%q", d.Decision, d.Argv)
 	p.mu.Lock()
-	dup := key == p.lastDecision
-	p.lastDecision = key
+	dup := key == p.lastDecision[d.Pid]
+	if p.lastDecision == nil || len(p.lastDecision) > 1024 {
+		p.lastDecision = make(map[int]string)
+	}
+	p.lastDecision[d.Pid] = key
 	p.mu.Unlock()
 	if dup {
 		return

@@ -57,6 +57,8 @@ type Session struct {
 	// its final decision; guarded by mu.
 	askChains map[*supervisor.Decision][]int
 	carry     carryState // guarded by mu
+
+	decisions *decisionLog // every exec decision of the session (Decisions)
 }
 
 type pendingDecision struct {
@@ -99,10 +101,12 @@ func newSession(m *Manager, id string, spec SessionSpec) (*Session, error) {
 		byShim:    make(map[int]*Process),
 		askChains: make(map[*supervisor.Decision][]int),
 		carry:     carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
+		decisions: newDecisionLog(m.opts.EventBuffer),
 	}
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(runner.SandboxOptions{
 		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net,
+		Hide: m.opts.Hide, HideFiles: m.opts.HideFiles,
 		Policy:     pol,
 		Ask:        s.ask,
 		OnDecision: s.onDecision,
@@ -155,6 +159,7 @@ func (s *Session) Info() SessionInfo {
 	if s.lostErr != nil {
 		info.Error = s.lostErr.Error()
 	}
+	info.LastDecision = s.decisions.log.last()
 	return info
 }
 
@@ -699,6 +704,10 @@ func (s *Session) registerShim(p *Process, shimPid int) {
 	s.pending = keep
 	s.mu.Unlock()
 	for _, d := range mine {
+		if p.listed {
+			d.Process = p.id
+		}
+		s.decisions.add(d)
 		p.addDecision(d)
 	}
 }
@@ -752,21 +761,40 @@ func (s *Session) onDecision(d *supervisor.Decision) {
 // process's start is reported.
 func (s *Session) deliver(chain []int, dec Decision) *Process {
 	now := time.Now()
+	var expired []Decision
 	s.mu.Lock()
 	p := s.ownerLocked(chain)
 	if p == nil && len(chain) > 0 {
+		// Its process may not be registered yet: keep it, and publish it
+		// to the session's stream once the owner is known (registerShim),
+		// or without one when it has waited too long.
 		keep := s.pending[:0]
 		for _, pd := range s.pending {
 			if now.Sub(pd.at) < pendingAge {
 				keep = append(keep, pd)
+			} else {
+				expired = append(expired, pd.d)
 			}
 		}
 		s.pending = append(keep, pendingDecision{chain: chain, d: dec, at: now})
-		if len(s.pending) > pendingMax {
-			s.pending = s.pending[len(s.pending)-pendingMax:]
+		if n := len(s.pending) - pendingMax; n > 0 {
+			for _, pd := range s.pending[:n] {
+				expired = append(expired, pd.d)
+			}
+			s.pending = s.pending[n:]
 		}
 	}
 	s.mu.Unlock()
+	for _, d := range expired {
+		s.decisions.add(d)
+	}
+	if p == nil && len(chain) > 0 {
+		return nil
+	}
+	if p != nil && p.listed {
+		dec.Process = p.id
+	}
+	s.decisions.add(dec)
 	if p != nil {
 		p.addDecision(dec)
 	}

@@ -13,6 +13,8 @@ if [ "${1:-}" = "--test" ]; then
 	command -v python3 >/dev/null 2>&1 || need+=(python3)
 	command -v make >/dev/null 2>&1 || need+=(make)
 	command -v curl >/dev/null 2>&1 || need+=(curl)
+	# The daemon's README examples pipe through jq.
+	command -v jq >/dev/null 2>&1 || need+=(jq)
 	command -v setsid >/dev/null 2>&1 || need+=(util-linux)
 fi
 if [ "${1:-}" = "--bench" ]; then

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/daemon"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"github.com/spf13/cobra"
@@ -163,6 +164,8 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		defer f.Close()
 		audit = f
 	}
+	// No sandbox may reach the cordon daemon (its socket and token).
+	hide, hideFiles := daemon.HidePaths()
 	res, err := runner.Run(context.Background(), runner.Options{
 		Argv:                 args,
 		Env:                  os.Environ(),
@@ -174,6 +177,8 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		RW:                   absAll(o.rw),
 		RO:                   absAll(o.ro),
 		Net:                  netMode,
+		Hide:                 hide,
+		HideFiles:            hideFiles,
 		Stdin:                os.Stdin,
 		Stdout:               os.Stdout,
 		Stderr:               os.Stderr,

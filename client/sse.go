@@ -1,0 +1,112 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/cordon-sandbox/cordon/api"
+	"github.com/cordon-sandbox/cordon/sandbox"
+)
+
+// stream reads a server-sent event stream. untilExit: the stream must end
+// with an exit event; ending before it is an error (the daemon went away).
+func (c *Client) stream(ctx context.Context, path string, untilExit bool) iter.Seq2[sandbox.Event, error] {
+	return func(yield func(sandbox.Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		resp, err := c.request(ctx, "GET", path, nil)
+		if err != nil {
+			yield(sandbox.Event{}, err)
+			return
+		}
+		defer resp.Body.Close()
+		r := newSSEReader(resp.Body)
+		for {
+			msg, err := r.next()
+			if err != nil {
+				switch {
+				case ctx.Err() != nil:
+					yield(sandbox.Event{}, ctx.Err())
+				case errors.Is(err, io.EOF) && !untilExit:
+				case errors.Is(err, io.EOF):
+					yield(sandbox.Event{}, fmt.Errorf("%w: the event stream ended before the exit", ErrUnavailable))
+				default:
+					yield(sandbox.Event{}, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err))
+				}
+				return
+			}
+			if msg.event == "end" {
+				return
+			}
+			if msg.event == "error" {
+				var e api.Error
+				_ = json.Unmarshal([]byte(msg.data), &e)
+				yield(sandbox.Event{}, &Error{Code: e.Code, Message: e.Message})
+				return
+			}
+			var wire api.Event
+			if err := json.Unmarshal([]byte(msg.data), &wire); err != nil {
+				yield(sandbox.Event{}, fmt.Errorf("event %s: %w", msg.id, err))
+				return
+			}
+			ev, err := wire.SandboxEvent()
+			if !yield(ev, err) || err != nil {
+				return
+			}
+			if ev.Kind == sandbox.EventExit {
+				return
+			}
+		}
+	}
+}
+
+type sseMessage struct{ id, event, data string }
+
+type sseReader struct{ sc *bufio.Scanner }
+
+func newSSEReader(r io.Reader) *sseReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	return &sseReader{sc: sc}
+}
+
+// next returns the next message (comments and empty messages skipped).
+func (r *sseReader) next() (sseMessage, error) {
+	var m sseMessage
+	var data []string
+	have := false
+	for r.sc.Scan() {
+		line := r.sc.Text()
+		if line == "" {
+			if have {
+				m.data = strings.Join(data, "\n")
+				return m, nil
+			}
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			m.id = value
+		case "event":
+			m.event = value
+		case "data":
+			data = append(data, value)
+			have = true
+		}
+	}
+	if err := r.sc.Err(); err != nil {
+		return m, err
+	}
+	return m, io.EOF
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/cordon-sandbox/cordon/client"
+	"github.com/cordon-sandbox/cordon/daemon"
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/sandbox"
+	"go.yaml.in/yaml/v3"
+)
+
+// The daemon's client commands (session, exec, start, ps, logs, wait, kill,
+// daemon) share these helpers.
+
+// failed prints err the way cordon reports its own failures and exits 125,
+// without the usage hint (these are not usage errors).
+func failed(err error) error {
+	fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+	return &exitError{code: exitSetup}
+}
+
+// commandContext ends on SIGINT or SIGTERM: a request in flight is
+// cancelled, and the daemon ends what it was running for this client
+// (exec) or leaves it running (a started process).
+func commandContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// connectDaemon returns a client of the user's daemon, starting the daemon
+// when none runs.
+func connectDaemon(ctx context.Context) (*client.Client, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding cordon's own binary: %w", err)
+	}
+	c, _, err := daemon.Connect(ctx, daemon.ConnectOptions{AutoStart: true, Start: daemon.StartOptions{Exe: exe}})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// interrupted maps a cancelled command to 128+SIGINT.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "cordon: interrupted")
+		return &exitError{code: 128 + int(syscall.SIGINT)}
+	}
+	return failed(err)
+}
+
+// clientEnv is the caller's environment for a sandbox, without cordon's own
+// variables (CORDON_TOKEN must never reach a sandbox).
+func clientEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CORDON_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// policyDocument renders an effective policy as a cordon policy document,
+// for the daemon (which compiles it itself). Examples were checked when it
+// was loaded and are left out.
+func policyDocument(cfg policy.Config) (string, error) {
+	type rule struct {
+		Deny    string `yaml:"deny,omitempty"`
+		Allow   string `yaml:"allow,omitempty"`
+		Ask     string `yaml:"ask,omitempty"`
+		Message string `yaml:"message,omitempty"`
+	}
+	doc := struct {
+		Version      int    `yaml:"version"`
+		Default      string `yaml:"default"`
+		Defaults     bool   `yaml:"defaults"`
+		DenyWritable bool   `yaml:"deny_writable_exec"`
+		Rules        []rule `yaml:"rules"`
+	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}}
+	for _, r := range cfg.Rules {
+		if r.Override {
+			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)
+		}
+		out := rule{Message: r.Message}
+		switch r.Decision {
+		case policy.Deny:
+			out.Deny = r.Pattern
+		case policy.Allow:
+			out.Allow = r.Pattern
+		case policy.Ask:
+			out.Ask = r.Pattern
+		}
+		doc.Rules = append(doc.Rules, out)
+	}
+	b, err := yaml.Marshal(doc)
+	return string(b), err
+}
+
+// printDecisions prints a line per denied exec, as "cordon run" does.
+func printDecisions(w io.Writer, ds []sandbox.Decision) {
+	for _, d := range ds {
+		if d.Decision == "deny" {
+			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", strings.Join(d.Argv, " "), d.Rule)
+		}
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// describeExit is one line for a process's exit.
+func describeExit(e sandbox.ExitInfo) string {
+	var parts []string
+	switch {
+	case e.Signal != 0:
+		parts = append(parts, fmt.Sprintf("killed by signal %d", e.Signal))
+	default:
+		parts = append(parts, fmt.Sprintf("exit code %d", e.ExitCode))
+	}
+	if e.TimedOut {
+		parts = append(parts, "timed out")
+	}
+	if e.KillRequested {
+		parts = append(parts, "kill requested")
+	}
+	if e.Denied {
+		parts = append(parts, "denied by policy")
+	}
+	if e.Error != "" && !e.Denied {
+		parts = append(parts, e.Error)
+	}
+	return strings.Join(parts, ", ")
+}

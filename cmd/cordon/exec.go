@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/daemon"
+	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/spf13/cobra"
+)
+
+type execOptions struct {
+	sandboxFlags
+	session   string
+	cwd       string
+	env       []string
+	stdin     bool
+	timeout   time.Duration
+	killGrace time.Duration
+	noDaemon  bool
+	json      bool
+	script    string
+}
+
+func newExecCmd(opts *execOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- CMD [ARG...] | exec [flags] -c SCRIPT",
+		Short: "Run a command to completion through the daemon (in a session, or a throwaway sandbox)",
+		Long: `Run CMD to completion and pass its output and exit code through. With --session
+it runs in that session (its policy, its carried directory in carry mode);
+without, in a throwaway sandbox made like "cordon run" makes one (current
+directory writable, your environment, the policy found here and the rule
+flags), which is gone when the command ends, with everything it started.
+
+With -c SCRIPT the command is a script run by sh -c; in a carry-mode session
+the directory and exported variables it leaves become the session's.
+
+The daemon is started on first use; --no-daemon runs the same thing in this
+process. The command's stdin is /dev/null unless --stdin passes cordon's stdin
+(read to its end first). Ctrl-C cancels the request: the daemon kills the
+command's tree.
+
+Exit codes: the command's own; 128+N when signal N killed it; 124 on
+--timeout; 126 denied by the policy or not executable; 127 not found; 125 when
+cordon or the daemon failed.`,
+		Example: `  cordon exec -- make test
+  cordon exec --deny "git push" -- git push origin main   # exit 126
+  cordon exec --session dev -- npm test
+  cordon exec --session dev -c 'cd src && export STAGE=build'
+  echo data | cordon exec --stdin -- wc -c
+  cordon exec --no-daemon --timeout 10s -- ./slow.sh`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return opts.run(cmd, args)
+		},
+	}
+	f := cmd.Flags()
+	f.SetInterspersed(false)
+	addSandboxFlags(f, &opts.sandboxFlags)
+	f.StringVar(&opts.session, "session", "", "run in this session (id or name)")
+	f.StringVarP(&opts.script, "script", "c", "", "run this script with sh -c (carried in a carry-mode session) instead of CMD")
+	f.StringVar(&opts.cwd, "cwd", "", "working directory of the command (default: the session's, or the current one)")
+	f.StringArrayVar(&opts.env, "env", nil, "set KEY=VALUE for the command (repeatable)")
+	f.BoolVarP(&opts.stdin, "stdin", "i", false, "pass cordon's stdin to the command (read to its end first)")
+	f.DurationVar(&opts.timeout, "timeout", 0, "end the command's tree after this long (SIGTERM, then SIGKILL after --kill-grace); exit code 124")
+	f.DurationVar(&opts.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL on --timeout")
+	f.BoolVar(&opts.noDaemon, "no-daemon", false, "run in this process instead of through the daemon")
+	f.BoolVar(&opts.json, "json", false, "print the whole result as JSON instead of passing the output through")
+	return cmd
+}
+
+func (o *execOptions) run(cmd *cobra.Command, args []string) error {
+	if (len(args) == 0) == (o.script == "") {
+		return failed(errors.New("give a command (-- CMD [ARG...]) or a script (-c SCRIPT), not both"))
+	}
+	req := sandbox.ExecRequest{
+		Argv: args, Script: o.script, Dir: o.cwd, Env: o.env,
+		Timeout: sandbox.Duration(o.timeout), KillGrace: sandbox.Duration(o.killGrace),
+	}
+	if o.timeout < 0 || o.killGrace < 0 {
+		return failed(errors.New("--timeout and --kill-grace must not be negative"))
+	}
+	switch {
+	case o.session != "" && sandboxChanged(cmd.Flags()):
+		return failed(errors.New("--session: the session's sandbox and policy were set when it was created; the policy, --rw, --ro and --net flags are for a throwaway sandbox"))
+	case o.session != "" && o.noDaemon:
+		return failed(errors.New("--no-daemon runs a throwaway sandbox: sessions live in the daemon"))
+	case o.session != "":
+		req.Session = o.session
+	default:
+		spec, err := o.spec(cmd.Flags(), os.Stderr)
+		if err != nil {
+			return failed(err)
+		}
+		req.Sandbox = &spec
+	}
+	if o.stdin {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return failed(fmt.Errorf("reading stdin: %w", err))
+		}
+		req.Stdin = b
+	}
+	ctx, cancel := commandContext()
+	defer cancel()
+	var svc sandbox.Service
+	if o.noDaemon {
+		hide, hideFiles := daemon.HidePaths()
+		m := sandbox.NewManager(sandbox.Options{Hide: hide, HideFiles: hideFiles})
+		defer m.Close(context.Background())
+		svc = m
+	} else {
+		c, err := connectDaemon(ctx)
+		if err != nil {
+			return failed(err)
+		}
+		defer c.Close()
+		svc = c
+	}
+	res, err := svc.Exec(ctx, req)
+	if err != nil && res.ExitedAt.IsZero() {
+		return interrupted(ctx, err)
+	}
+	if o.json {
+		if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+	} else {
+		_, _ = cmd.OutOrStdout().Write(res.Stdout)
+		_, _ = cmd.ErrOrStderr().Write(res.Stderr)
+		printDecisions(cmd.ErrOrStderr(), res.Decisions)
+		switch {
+		case res.TimedOut:
+			fmt.Fprintf(cmd.ErrOrStderr(), "cordon: timed out after %v\n", o.timeout)
+		case res.Error != "" && !res.Denied:
+			fmt.Fprintf(cmd.ErrOrStderr(), "cordon: %s\n", res.Error)
+		}
+		if res.StdoutTruncated || res.StderrTruncated {
+			fmt.Fprintln(cmd.ErrOrStderr(), "cordon: output truncated")
+		}
+	}
+	if code := res.ShellCode(); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}

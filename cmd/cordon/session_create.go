@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+type sessionCreateOptions struct {
+	sandboxFlags
+	name          string
+	carry         bool
+	reportAllowed bool
+	json          bool
+}
+
+func newSessionCreateCmd(opts *sessionCreateOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "create [flags]",
+		Short: "Create a session and print its id",
+		Long: `Create a session in the daemon: a sandbox with the current directory writable,
+your environment, and the policy "cordon run" would use here (--policy, the
+discovered cordon.yaml, the rule flags). With --carry, cd and export in one
+"cordon exec --session" script persist to the next.`,
+		Example: `  cordon session create --name dev
+  cordon session create --name ci --net none --deny "git push" --carry
+  id=$(cordon session create)`,
+		Args:          cobra.NoArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := opts.spec(cmd.Flags(), os.Stderr)
+			if err != nil {
+				return failed(err)
+			}
+			spec.Name, spec.Carry, spec.ReportAllowed = opts.name, opts.carry, opts.reportAllowed
+			ctx, cancel := commandContext()
+			defer cancel()
+			c, err := connectDaemon(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			defer c.Close()
+			info, err := c.CreateSession(ctx, spec)
+			if err != nil {
+				return interrupted(ctx, err)
+			}
+			if opts.json {
+				return printJSON(cmd.OutOrStdout(), info)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), info.ID)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	addSandboxFlags(f, &opts.sandboxFlags)
+	f.StringVar(&opts.name, "name", "", "a name for the session (unique; usable wherever an id is)")
+	f.BoolVar(&opts.carry, "carry", false, "keep the directory and exported variables a script leaves for the next exec")
+	f.BoolVar(&opts.reportAllowed, "report-allowed", false, "report allowed execs too (decisions, events)")
+	f.BoolVar(&opts.json, "json", false, "print the session as JSON")
+	return cmd
+}

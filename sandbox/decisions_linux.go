@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+)
+
+// decisionLog is a session's exec decisions, every process's and every
+// Exec's, as events with cursors (the daemon streams them).
+type decisionLog struct {
+	log *eventLog
+
+	mu   sync.Mutex
+	last map[int]string // guarded by mu: each caller's last decision (kind and argv)
+}
+
+func newDecisionLog(limit int) *decisionLog {
+	return &decisionLog{log: newEventLog(limit)}
+}
+
+// add appends d, skipping the repeats a shell's PATH search makes after
+// EPERM (the same caller, decision and argv again).
+func (l *decisionLog) add(d Decision) {
+	key := fmt.Sprintf("%s\x00%q", d.Decision, d.Argv)
+	l.mu.Lock()
+	dup := key == l.last[d.Pid]
+	if l.last == nil || len(l.last) > 1024 {
+		l.last = make(map[int]string)
+	}
+	l.last[d.Pid] = key
+	l.mu.Unlock()
+	if dup {
+		return
+	}
+	l.log.append(Event{Kind: EventDecision, Decision: &d, Time: d.Time})
+}
+
+// Decisions yields the session's exec decisions with a cursor greater than
+// after, waiting for new ones, and ends once the session has ended (after
+// the last decision) or with ctx's error. Decision.Process names the started
+// process that made the exec, when it is known; decisions of Exec calls
+// carry no process.
+func (s *Session) Decisions(ctx context.Context, after uint64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		for {
+			evs, _, wake := s.decisions.log.read(after)
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				after = ev.Seq
+			}
+			select {
+			case <-wake:
+			case <-s.done:
+				evs, _, _ := s.decisions.log.read(after)
+				for _, ev := range evs {
+					if !yield(ev, nil) {
+						return
+					}
+				}
+				return
+			case <-ctx.Done():
+				yield(Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}
+
+// Decisions yields a session's exec decisions (see Session.Decisions).
+func (m *Manager) Decisions(ctx context.Context, session string, after uint64) iter.Seq2[Event, error] {
+	s, err := m.Session(session)
+	if err != nil {
+		return func(yield func(Event, error) bool) { yield(Event{}, err) }
+	}
+	return s.Decisions(ctx, after)
+}

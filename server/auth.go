@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cordon-sandbox/cordon/api"
+	"golang.org/x/sys/unix"
+)
+
+type peerKey struct{}
+
+// peer is what the kernel says about a Unix-socket client.
+type peer struct {
+	uid, pid int
+	err      error
+}
+
+// ConnContext records the peer's credentials (SO_PEERCRED) of a Unix
+// socket connection for the access rules; set it as http.Server's
+// ConnContext. The kernel fills them in at connect time, so the client
+// cannot choose them.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	p := peer{uid: -1}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		p.err = err
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	cerr := raw.Control(func(fd uintptr) {
+		cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err != nil {
+			p.err = fmt.Errorf("getsockopt(SO_PEERCRED): %w", err)
+			return
+		}
+		p.uid, p.pid = int(cred.Uid), int(cred.Pid)
+	})
+	if cerr != nil {
+		p.err = cerr
+	}
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// allowed applies the access rules in order: Origin, Host, then the peer's
+// uid (Unix socket) or the bearer token (TCP). It writes the refusal.
+func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
+	if _, ok := r.Header["Origin"]; ok {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "requests with an Origin header are refused: the API is not for web pages")
+		return false
+	}
+	if !s.hostAllowed(r.Host) {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("Host %q is refused (want localhost, 127.0.0.1 or [::1])", r.Host))
+		return false
+	}
+	switch s.o.Transport {
+	case api.TransportUnix:
+		p, ok := r.Context().Value(peerKey{}).(peer)
+		switch {
+		case !ok:
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "the peer's credentials are unknown")
+			return false
+		case p.err != nil:
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "reading the peer's credentials: "+p.err.Error())
+			return false
+		case p.uid != s.o.UID:
+			s.o.Logger.Warn("refused a connection from another user", "uid", p.uid, "pid", p.pid)
+			writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("uid %d may not use this daemon (it serves uid %d)", p.uid, s.o.UID))
+			return false
+		}
+	default:
+		if !s.tokenOK(r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cordon"`)
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong bearer token (it is in the daemon's daemon.json)")
+			return false
+		}
+	}
+	return true
+}
+
+// tokenOK compares the bearer token in constant time.
+func (s *Server) tokenOK(header string) bool {
+	const prefix = "Bearer "
+	if s.o.Token == "" || len(header) < len(prefix) || !strings.EqualFold(header[:len(prefix)], prefix) {
+		return false
+	}
+	got := strings.TrimSpace(header[len(prefix):])
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Token)) == 1
+}
+
+// hostAllowed accepts loopback names only (with any port), and on a Unix
+// socket also the socket's path as some clients send it. A page on
+// attacker.example whose name was rebound to 127.0.0.1 sends its own name.
+func (s *Server) hostAllowed(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	switch strings.ToLower(name) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	if s.o.Transport == api.TransportUnix && s.o.Socket != "" {
+		if host == s.o.Socket || host == url.PathEscape(s.o.Socket) || host == url.QueryEscape(s.o.Socket) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/api"
+	"github.com/cordon-sandbox/cordon/sandbox"
+)
+
+// keepAlive is how often an idle followed stream gets a comment line, so
+// a dead client is noticed and proxies keep the connection.
+const keepAlive = 15 * time.Second
+
+// cursor reads where a stream resumes: Last-Event-ID (what an EventSource
+// sends when it reconnects) or ?after=N; 0 is the beginning.
+func cursor(r *http.Request) (uint64, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: cursor %q is not a number", errBadRequest, v)
+	}
+	return n, nil
+}
+
+func following(r *http.Request) bool {
+	switch r.URL.Query().Get("follow") {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}
+
+// events streams a process's events. Without ?follow=1 it sends what has
+// happened so far and ends; with it, it ends after the exit event.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	sess, proc, err := s.process(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	after, err := cursor(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	info, err := s.o.Service.GetProcess(r.Context(), sess, proc)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var until uint64 // 0: until the stream ends by itself
+	if !following(r) && info.State != sandbox.ProcessExited {
+		until = info.LastEvent
+		if until <= after {
+			until = after
+		}
+	}
+	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[sandbox.Event, error] {
+		return s.o.Service.Events(ctx, sess, proc, after)
+	}, func(ev sandbox.Event) api.Event {
+		if ev.Decision != nil {
+			d := s.ids.decisions(sess, []sandbox.Decision{*ev.Decision})[0]
+			ev.Decision = &d
+		}
+		return api.EventOf(ev)
+	})
+}
+
+// decisions streams a session's exec decisions. Without ?follow=1 it sends
+// those made so far; with it, it ends when the session ends.
+func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
+	ds, ok := s.o.Service.(DecisionStreamer)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, api.CodeUnsupported, "this service cannot stream decisions")
+		return
+	}
+	sess, err := s.sessionRef(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	after, err := cursor(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	info, err := s.o.Service.GetSession(r.Context(), sess)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var until uint64
+	if !following(r) {
+		until = max(info.LastDecision, after)
+	}
+	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[sandbox.Event, error] {
+		return ds.Decisions(ctx, sess, after)
+	}, func(ev sandbox.Event) api.Event {
+		if ev.Decision != nil {
+			d := s.ids.decisions(sess, []sandbox.Decision{*ev.Decision})[0]
+			ev.Decision = &d
+		}
+		return api.EventOf(ev)
+	})
+}
+
+// stream writes events as server-sent events (id: cursor, event: kind,
+// data: JSON) until the source ends, the cursor reaches until (when not 0),
+// or the client leaves. A stream that ends normally ends with an "end"
+// event, so a client can tell it from a dropped connection.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, after, until uint64,
+	source func(context.Context) iter.Seq2[sandbox.Event, error], conv func(sandbox.Event) api.Event) {
+	h := w.Header()
+	h.Set("Content-Type", api.EventStreamType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	end := func() {
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
+		_ = rc.Flush()
+	}
+	if until != 0 && until <= after {
+		end()
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	type item struct {
+		ev  sandbox.Event
+		err error
+	}
+	ch := make(chan item)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		for ev, err := range source(ctx) {
+			select {
+			case ch <- item{ev, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				if r.Context().Err() == nil {
+					end()
+				}
+				return
+			}
+			if it.err != nil {
+				if ctx.Err() == nil {
+					status, code := classify(it.err)
+					b, _ := json.Marshal(api.Error{Code: code, Message: it.err.Error()})
+					fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+					_ = rc.Flush()
+					s.o.Logger.Debug("event stream ended with an error", "status", status, "err", it.err)
+				}
+				return
+			}
+			b, err := json.Marshal(conv(it.ev))
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", it.ev.Seq, it.ev.Kind, b); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			if until != 0 && it.ev.Seq >= until {
+				end()
+				return
+			}
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
