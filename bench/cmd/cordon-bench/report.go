@@ -327,7 +327,7 @@ func printSessions(b *bytes.Buffer, f *sessionsResult) {
 		b.WriteString("\n")
 	}
 	if k := f.Kill; k != nil {
-		fmt.Fprintf(b, "Kill a tree of %d processes (%d shells in nested subshells, the rest `sleep`), %d run(s) each way alternating; ms from the start of the kill, median (min-max):\n\n", k.Tree, k.Tree/50, k.Runs)
+		fmt.Fprintf(b, "Kill a tree of %d processes (%d shells in nested subshells, the rest `sleep`), %d run(s) each way, in rotated order; ms from the start of the kill, median (min-max):\n\n", k.Tree, k.Tree/50, k.Runs)
 		fmt.Fprintf(b, "| | first member exited | **last member exited: zero survivors** | monitor (shim) exited: all reaped | kill returned |\n|---|---:|---:|---:|---:|\n")
 		row := func(name string, t killTimes) {
 			c := func(d dist) string { return fmt.Sprintf("%.1f (%.1f-%.1f)", d.Median, d.Min, d.Max) }
@@ -335,8 +335,14 @@ func printSessions(b *bytes.Buffer, f *sessionsResult) {
 		}
 		row(fmt.Sprintf("`Process.Kill(%.0fs)`: walk the tree, SIGTERM+SIGCONT", k.Grace/1000), k.Library)
 		row("reference: SIGTERM+SIGCONT through pidfds opened beforehand, no walk", k.Direct)
-		if k.Direct.LastExitMS.Median > 0 {
-			fmt.Fprintf(b, "| **ratio**, library / reference | | **%.2f** | %.2f | |\n", k.Library.LastExitMS.Median/k.Direct.LastExitMS.Median, k.Library.ShimExitMS.Median/k.Direct.ShimExitMS.Median)
+		if k.Proposal != nil {
+			row("proposal: the library's walk listing children without `filepath.Glob`, then SIGTERM+SIGCONT", *k.Proposal)
+		}
+		if k.Direct.LastExitMS.Median > 0 && k.Direct.ShimExitMS.Median > 0 {
+			fmt.Fprintf(b, "| **ratio**, library / reference (of the medians) | | **%.2f** | %.2f | |\n", k.Library.LastExitMS.Median/k.Direct.LastExitMS.Median, k.Library.ShimExitMS.Median/k.Direct.ShimExitMS.Median)
+		}
+		if p := k.Proposal; p != nil && p.LastExitMS.Median > 0 && p.ShimExitMS.Median > 0 {
+			fmt.Fprintf(b, "| ratio, library / proposal | | %.2f | %.2f | |\n", k.Library.LastExitMS.Median/p.LastExitMS.Median, k.Library.ShimExitMS.Median/p.ShimExitMS.Median)
 		}
 		fmt.Fprintf(b, "\nExits seen through a pidfd per member and one for the shim, taken before the kill; for the reference, \"kill returned\" is when the last signal was sent. Building the tree (from `Start` until all %d exist): median %.0f ms. Survivors in /proc after `Kill` returned: %d (most in any run); runs that needed SIGKILL after the grace: %d.\n\n",
 			k.Tree, k.BuildMS.Median, k.Survivors, k.Escalated)

@@ -165,6 +165,12 @@ type killResult struct {
 	// Direct sends SIGTERM and SIGCONT through pidfds opened beforehand
 	// (no tree walk): the kernel's floor for the same work.
 	Direct killTimes `json:"direct"`
+	// Proposal walks the tree as the library does (pidfd_open, a stat
+	// check, the parent still alive, for each member) but lists children
+	// by reading /proc/PID/task/ and each TID/children, without
+	// filepath.Glob, then sends the same signals: sizes the fix proposed
+	// in BENCHMARKS.md for sandbox/tree_linux.go's childrenOf.
+	Proposal *killTimes `json:"proposal_readdir_walk,omitempty"`
 	// BuildMS is how long the tree took to start: context.
 	BuildMS dist `json:"build_ms"`
 	// Escalated counts library runs in which the grace ran out (SIGKILL).
@@ -620,7 +626,7 @@ grow "$1" "$2"`
 // killTree starts a tree of cfg.KillTree processes in a fresh session,
 // waits until every one of them exists (counted in /proc), and times
 // Process.Kill until none is left; alternating with the same tree
-// signalled directly.
+// signalled directly, and walked the proposed way then signalled.
 func (h *harness) killTree() (*killResult, error) {
 	const perLevel = 49 // sleepers per level
 	levels := max(h.cfg.KillTree/(perLevel+1), 1)
@@ -628,37 +634,51 @@ func (h *harness) killTree() (*killResult, error) {
 	grace := 2 * time.Second
 	r := &killResult{Tree: tree, Runs: h.cfg.KillRuns, Grace: ms(grace)}
 	type acc struct{ first, last, returned, leader, shim []float64 }
-	var lib, direct acc
+	accs := map[killMode]*acc{killLibrary: {}, killDirect: {}, killProposal: {}}
+	modes := []killMode{killLibrary, killDirect, killProposal}
 	var build []float64
 	for run := 0; run < h.cfg.KillRuns; run++ {
-		for i := range 2 {
-			useLib := (i+run)%2 == 0
-			x, err := h.killOnce(levels, perLevel, tree, grace, useLib)
+		for i := range modes {
+			mode := modes[(i+run)%len(modes)]
+			x, err := h.killOnce(levels, perLevel, tree, grace, mode)
 			if err != nil {
-				return nil, fmt.Errorf("run %d: %w", run+1, err)
+				return nil, fmt.Errorf("run %d, %s: %w", run+1, mode, err)
 			}
-			a, name := &direct, "direct signals"
-			if useLib {
-				a, name = &lib, "Process.Kill"
+			if mode == killLibrary {
 				r.Survivors = max(r.Survivors, x.survivors)
 				if x.escalated {
 					r.Escalated++
 				}
 			}
+			a := accs[mode]
 			a.first, a.last = append(a.first, x.firstExit), append(a.last, x.lastExit)
 			a.returned = append(a.returned, x.returned)
 			a.leader, a.shim = append(a.leader, x.leaderExit), append(a.shim, x.shimExit)
 			build = append(build, x.build)
 			h.logf("sessions: kill run %d/%d, %s: %d processes built in %.0f ms; first exit %.1f ms, leader %.1f, last %.1f, shim exited %.1f, returned %.1f ms after the start; %d survivors",
-				run+1, h.cfg.KillRuns, name, tree, x.build, x.firstExit, x.leaderExit, x.lastExit, x.shimExit, x.returned, x.survivors)
+				run+1, h.cfg.KillRuns, mode, tree, x.build, x.firstExit, x.leaderExit, x.lastExit, x.shimExit, x.returned, x.survivors)
 		}
 	}
-	sum := func(a acc) killTimes {
+	sum := func(a *acc) killTimes {
 		return killTimes{FirstExitMS: summarize(a.first), LastExitMS: summarize(a.last), ReturnMS: summarize(a.returned),
 			LeaderExitMS: summarize(a.leader), ShimExitMS: summarize(a.shim)}
 	}
-	r.Library, r.Direct, r.BuildMS = sum(lib), sum(direct), summarize(build)
+	prop := sum(accs[killProposal])
+	r.Library, r.Direct, r.Proposal, r.BuildMS = sum(accs[killLibrary]), sum(accs[killDirect]), &prop, summarize(build)
 	return r, nil
+}
+
+// killMode is how a tree is killed.
+type killMode int
+
+const (
+	killLibrary  killMode = iota // Process.Kill
+	killDirect                   // signals through pidfds already open
+	killProposal                 // the library's walk without filepath.Glob, then signals
+)
+
+func (m killMode) String() string {
+	return [...]string{"Process.Kill", "direct signals", "proposal: walk without Glob"}[m]
 }
 
 type killRun struct {
@@ -668,7 +688,7 @@ type killRun struct {
 	escalated                            bool
 }
 
-func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, useLib bool) (killRun, error) {
+func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, mode killMode) (killRun, error) {
 	var x killRun
 	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Minute)
 	defer cancel()
@@ -752,19 +772,37 @@ func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, useL
 	done := make(chan error, 1)
 	var returned time.Time
 	start := time.Now()
-	if useLib {
+	switch mode {
+	case killLibrary:
 		go func() {
 			_, err := p.Kill(ctx, grace)
 			returned = time.Now()
 			done <- err
 		}()
-	} else {
+	case killDirect:
 		go func() {
 			for _, fd := range fds[:len(fds)-1] { // not the shim
 				_ = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
 				_ = unix.PidfdSendSignal(fd, unix.SIGCONT, nil, 0)
 			}
 			returned = time.Now()
+			done <- nil
+		}()
+	case killProposal:
+		go func() {
+			walked := readDirWalk(shimPid, shimFD)
+			for _, fd := range walked {
+				_ = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
+				_ = unix.PidfdSendSignal(fd, unix.SIGCONT, nil, 0)
+			}
+			for _, fd := range walked {
+				unix.Close(fd)
+			}
+			returned = time.Now()
+			if len(walked) != tree {
+				done <- fmt.Errorf("the walk found %d members, want %d", len(walked), tree)
+				return
+			}
 			done <- nil
 		}()
 	}
@@ -780,7 +818,7 @@ func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, useL
 		return x, fmt.Errorf("Kill: %w", err)
 	}
 	x.returned = ms(returned.Sub(start))
-	x.escalated = useLib && returned.Sub(start) >= grace
+	x.escalated = mode == killLibrary && returned.Sub(start) >= grace
 	// Anything of the tree still alive is below the init: the shim, or
 	// the init itself once the shim is gone. And no member is left as a
 	// zombie: each pidfd says its pid is freed.
@@ -790,12 +828,66 @@ func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, useL
 			return x, errors.New("a member of the tree was not reaped when Kill returned")
 		}
 	}
-	if !useLib {
+	if mode != killLibrary {
 		if _, err := p.Wait(ctx); err != nil {
 			return x, err
 		}
 	}
 	return x, s.Close(ctx)
+}
+
+// readDirWalk is the library's tree walk (sandbox/tree_linux.go walkTree:
+// breadth first, each child's pidfd opened, then its stat checked to name
+// the parent and not be a zombie, and the parent and child still alive)
+// with one change: a process's children are listed from each
+// /proc/PID/task/TID/children found by reading /proc/PID/task, not by
+// filepath.Glob("/proc/PID/task/*/children"), which also lists every
+// /proc/PID/task/TID/ directory (about 50 entries) to match "children".
+// It returns the members' pidfds, parents first.
+func readDirWalk(root, rootFD int) []int {
+	alive := func(fd int) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, 0)
+		return err == nil && n == 0
+	}
+	var out []int
+	type level struct{ pid, fd int }
+	queue := []level{{root, rootFD}}
+	for len(queue) > 0 {
+		parent := queue[0]
+		queue = queue[1:]
+		dir := "/proc/" + strconv.Itoa(parent.pid) + "/task/"
+		tasks, _ := os.ReadDir(dir)
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, w := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(w)
+				if err != nil {
+					continue
+				}
+				fd, err := unix.PidfdOpen(c, 0)
+				if err != nil {
+					continue
+				}
+				st, err := os.ReadFile("/proc/" + w + "/stat")
+				j := bytes.LastIndexByte(st, ')')
+				var f []string
+				if err == nil && j >= 0 {
+					f = strings.Fields(string(st[j+1:]))
+				}
+				if len(f) < 2 || f[1] != strconv.Itoa(parent.pid) || f[0] == "Z" || f[0] == "X" || !alive(parent.fd) || !alive(fd) {
+					unix.Close(fd)
+					continue
+				}
+				out = append(out, fd)
+				queue = append(queue, level{c, fd})
+			}
+		}
+	}
+	return out
 }
 
 // waitAllExit waits until every pidfd is readable (its process has
