@@ -12,9 +12,11 @@
 //	make bench        # full counts, several minutes
 //	make bench-quick  # small counts, under a minute
 //
-// Hidden entry point: "cordon-bench __stamp" prints CLOCK_MONOTONIC in
+// Hidden entry points: "cordon-bench __stamp" prints CLOCK_MONOTONIC in
 // nanoseconds and exits; it is the last act of the command whose teardown is
-// measured.
+// measured. runner.InitArg runs cordon's init, as in every program that uses
+// package sandbox (the sessions section sets cordon's own binary as the init,
+// but the library's default is this executable).
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/runner"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,18 +54,33 @@ type config struct {
 	BenchCount int    `json:"benchcount"`
 	Supervisor bool   `json:"supervisor_benchmarks"`
 	Hyperfine  bool   `json:"hyperfine"`
+	// Section f: /bin/true runs per variant per round (Rounds rounds);
+	// idle sessions held at once, and how many times; processes in the
+	// tree that is killed, and how many times.
+	SessionExecOps int `json:"session_exec_ops"`
+	IdleSessions   int `json:"idle_sessions"`
+	IdleRuns       int `json:"idle_runs"`
+	KillTree       int `json:"kill_tree"`
+	KillRuns       int `json:"kill_runs"`
 }
 
 var (
 	fullConfig = config{Execs: 1000, Rounds: 11, Parallel: []int{1, 2, 8, 32}, StrictAtP: true,
-		StartupRuns: 40, Teardowns: 100, BenchTime: "500ms", BenchCount: 5, Supervisor: true, Hyperfine: true}
+		StartupRuns: 40, Teardowns: 100, BenchTime: "500ms", BenchCount: 5, Supervisor: true, Hyperfine: true,
+		SessionExecOps: 20, IdleSessions: 50, IdleRuns: 3, KillTree: 500, KillRuns: 5}
 	quickConfig = config{Quick: true, Execs: 200, Rounds: 5, Parallel: []int{1, 2, 8, 32},
-		StartupRuns: 15, Teardowns: 25, BenchTime: "100ms", BenchCount: 1}
+		StartupRuns: 15, Teardowns: 25, BenchTime: "100ms", BenchCount: 1,
+		SessionExecOps: 6, IdleSessions: 10, IdleRuns: 1, KillTree: 500, KillRuns: 1}
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == stampArg {
-		os.Exit(stamp())
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case runner.InitArg:
+			os.Exit(runner.InitMain())
+		case stampArg:
+			os.Exit(stamp())
+		}
 	}
 	os.Exit(run())
 }
@@ -103,7 +121,7 @@ func run() int {
 	execs := flag.Int("execs", 0, "override the number of execs per run")
 	rounds := flag.Int("rounds", 0, "override the number of rounds")
 	parallel := flag.String("parallel", "", "override the concurrency levels, e.g. 2,8")
-	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor); empty: all")
+	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor,sessions); empty: all")
 	render := flag.String("render", "", "print the table and redraw overhead.svg from an earlier results.json, without measuring")
 	var compare compareFlag
 	flag.Var(&compare, "compare", "NAME=BINARY: another cordon build to measure alongside (repeatable)")
@@ -162,6 +180,7 @@ func run() int {
 		{"teardown", h.teardown},
 		{"policy", h.policyBench},
 		{"supervisor", h.supervisorBench},
+		{"sessions", h.sessions},
 	}
 	for _, s := range steps {
 		if !want(s.name) || (s.name == "supervisor" && !cfg.Supervisor) {
@@ -176,7 +195,6 @@ func run() int {
 	}
 	res.Finished = time.Now().UTC()
 	res.Machine.LoadAfter = loadavg()
-	res.Sessions = sessionsTODO
 	res.Bars = evaluateBars(res)
 
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {

@@ -15,25 +15,20 @@ import (
 )
 
 type results struct {
-	Config     config            `json:"config"`
-	Machine    machine           `json:"machine"`
-	Started    time.Time         `json:"started"`
-	Finished   time.Time         `json:"finished"`
-	CPUMethod  string            `json:"cpu_method,omitempty"`
-	Flags      string            `json:"bwrap_flags,omitempty"`
-	PerExec    *loopResult       `json:"per_exec,omitempty"`
-	Parallel   []*loopResult     `json:"parallel,omitempty"`
-	Startup    *startupResult    `json:"startup,omitempty"`
-	Teardown   *teardownResult   `json:"teardown,omitempty"`
-	Policy     []benchResult     `json:"policy,omitempty"`
-	Supervisor []benchResult     `json:"supervisor_internals,omitempty"`
-	Sessions   map[string]string `json:"sessions"`
-	Bars       []bar             `json:"bars"`
-}
-
-var sessionsTODO = map[string]string{
-	"status": "not measured: sessions not merged yet",
-	"todo":   "exec round trip through the library and the daemon vs direct; RSS per idle session with 50 sessions; time to kill a 500-process tree",
+	Config     config          `json:"config"`
+	Machine    machine         `json:"machine"`
+	Started    time.Time       `json:"started"`
+	Finished   time.Time       `json:"finished"`
+	CPUMethod  string          `json:"cpu_method,omitempty"`
+	Flags      string          `json:"bwrap_flags,omitempty"`
+	PerExec    *loopResult     `json:"per_exec,omitempty"`
+	Parallel   []*loopResult   `json:"parallel,omitempty"`
+	Startup    *startupResult  `json:"startup,omitempty"`
+	Teardown   *teardownResult `json:"teardown,omitempty"`
+	Policy     []benchResult   `json:"policy,omitempty"`
+	Supervisor []benchResult   `json:"supervisor_internals,omitempty"`
+	Sessions   *sessionsResult `json:"sessions,omitempty"`
+	Bars       []bar           `json:"bars"`
 }
 
 type machine struct {
@@ -138,8 +133,19 @@ func evaluateBars(r *results) []bar {
 		}
 	}
 	add("one decision against 1,000 rules (worst benchmark)", "< 5 µs", worst > 0, fmt.Sprintf("%.2f µs (%s)", worst/1000, name), worst < 5000)
-	add("idle session RSS (host side)", "<= 15 MiB", false, "", false)
-	bars[len(bars)-1].Value = "not measured: sessions not merged yet"
+	var idle *idleResult
+	if r.Sessions != nil {
+		idle = r.Sessions.Idle
+	}
+	if w := idle.worstOrNil(); w != nil {
+		host := w.HostRSSKiB.Median / 1024
+		total := w.HostPSSKiB.Median/1024 + w.role(roleTotal).PSSKiB.Median/1024
+		add("idle session RSS (host side)", "<= 15 MiB", true,
+			fmt.Sprintf("%.2f MiB/session: VmRSS growth of the process using the library, %d sessions (%s); with the sandbox's own processes (PSS): %.2f MiB", host, idle.Sessions, w.Name, total),
+			host <= 15)
+	} else {
+		add("idle session RSS (host side)", "<= 15 MiB", false, "", false)
+	}
 	return bars
 }
 
@@ -233,8 +239,7 @@ func printTable(w io.Writer, r *results) {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "### f: sessions\n\n| measurement | status |\n|---|---|\n")
-	fmt.Fprintf(&b, "| exec round trip via library / daemon vs direct; idle session RSS (50 sessions); kill a 500-process tree | TODO: %s |\n\n", r.Sessions["status"])
+	printSessions(&b, r.Sessions)
 	fmt.Fprintf(&b, "### bars (issue 7, item 3)\n\n| bar | this run | target | status |\n|---|---|---|---|\n")
 	for _, x := range r.Bars {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.Value, x.Target, x.Status)
@@ -243,4 +248,103 @@ func printTable(w io.Writer, r *results) {
 		fmt.Fprintf(&b, "\nbwrap baseline flags: %s\n", r.Flags)
 	}
 	_, _ = w.Write(b.Bytes())
+}
+
+// printSessions writes section f.
+func printSessions(b *bytes.Buffer, f *sessionsResult) {
+	fmt.Fprintf(b, "### f: sessions (package sandbox in the harness's own process)\n\n")
+	if f == nil || (f.Exec == nil && f.Idle == nil && f.Kill == nil) {
+		status := "not measured in this run"
+		if f != nil && f.Status != "" {
+			status = f.Status
+		}
+		fmt.Fprintf(b, "| measurement | status |\n|---|---|\n| sessions | %s |\n\n", status)
+		return
+	}
+	if e := f.Exec; e != nil {
+		fmt.Fprintf(b, "Round trip of `/bin/true` run to completion, as the caller sees it: %d rounds of %d each, variants alternating; ratios are medians of per-round ratios (IQR).\n\n", e.Rounds, e.OpsPerRound)
+		fmt.Fprintf(b, "| variant | median ms | p90 ms | min ms | vs direct | vs library |\n|---|---:|---:|---:|---:|---:|\n")
+		labels := []struct{ name, label string }{
+			{rtDirect, "direct: fork+exec of /bin/true on the host (os/exec)"},
+			{rtLibrary, "library: `Session.Exec` in an existing session"},
+			{rtThrowaway, "library, throwaway sandbox: `Manager.Exec` without a session"},
+			{rtOneShot, "one-shot: `cordon -- /bin/true` (a child process)"},
+		}
+		cell := func(a, base string) string {
+			if a == base {
+				return "1"
+			}
+			x := e.ratio(a + "/" + base)
+			if x == nil {
+				return ""
+			}
+			return fmt.Sprintf("**%.2f** (%.2f-%.2f)", x.Median, x.Q1, x.Q3)
+		}
+		for _, l := range labels {
+			v := e.variant(l.name)
+			if v == nil {
+				continue
+			}
+			lib := cell(l.name, rtLibrary)
+			if l.name == rtDirect {
+				if x := e.ratio(rtLibrary + "/" + rtDirect); x != nil && x.Median > 0 {
+					lib = fmt.Sprintf("%.2f", 1/x.Median)
+				}
+			}
+			fmt.Fprintf(b, "| %s | **%.2f** | %.2f | %.2f | %s | %s |\n", l.label, v.MS.Median, v.MS.P90, v.MS.Min, cell(l.name, rtDirect), lib)
+		}
+		fmt.Fprintf(b, "| daemon: POST /v1/exec through the Go client | %s | | | | |\n\n", f.Daemon)
+	} else {
+		fmt.Fprintf(b, "| daemon: POST /v1/exec through the Go client | %s |\n|---|---|\n\n", f.Daemon)
+	}
+	if d := f.Idle; d != nil {
+		fmt.Fprintf(b, "Idle sessions: %d held at once, %d run(s), median over runs; KiB per session.\n\n", d.Sessions, d.Runs)
+		fmt.Fprintf(b, "| state | | RSS KiB | PSS KiB | private KiB |\n|---|---|---:|---:|---:|\n")
+		for _, st := range d.States {
+			fmt.Fprintf(b, "| %s | **host side**: VmRSS growth of the process using the library, after GC (Go heap %.0f, goroutine stacks %.0f KiB; %.1f OS threads, %.1f goroutines, %.1f descriptors per session) | **%.0f** | %.0f | |\n",
+				st.Name, st.HeapKiB.Median, st.StackKiB.Median, st.Threads.Median, st.Goroutines.Median, st.OpenFDs.Median, st.HostRSSKiB.Median, st.HostPSSKiB.Median)
+			for _, x := range st.Sandbox {
+				name := "sandbox: " + x.Role
+				if x.Role == roleTotal {
+					name = fmt.Sprintf("**sandbox total** (%.0f processes per session)", st.ProcsPerSession)
+				}
+				fmt.Fprintf(b, "| | %s | %.0f | %.0f | %.0f |\n", name, x.RSSKiB.Median, x.PSSKiB.Median, x.PrivKiB.Median)
+			}
+			if t := st.role(roleTotal); t != nil {
+				fmt.Fprintf(b, "| | host side + sandbox | | **%.0f** (%.2f MiB) | |\n", st.HostPSSKiB.Median+t.PSSKiB.Median, (st.HostPSSKiB.Median+t.PSSKiB.Median)/1024)
+			}
+		}
+		if len(d.States) > 0 && len(d.States[0].HostRSSRuns) > 1 {
+			for _, st := range d.States {
+				var runs []string
+				for _, x := range st.HostRSSRuns {
+					runs = append(runs, fmt.Sprintf("%.0f", x))
+				}
+				fmt.Fprintf(b, "\nHost-side VmRSS growth per session in each run, %s: %s KiB.", st.Name, strings.Join(runs, ", "))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	if k := f.Kill; k != nil {
+		fmt.Fprintf(b, "Kill a tree of %d processes (%d shells in nested subshells, the rest `sleep`), %d run(s) each way, in rotated order; ms from the start of the kill, median (min-max):\n\n", k.Tree, k.Tree/50, k.Runs)
+		fmt.Fprintf(b, "| | first member exited | **last member exited: zero survivors** | monitor (shim) exited: all reaped | kill returned |\n|---|---:|---:|---:|---:|\n")
+		row := func(name string, t killTimes) {
+			c := func(d dist) string { return fmt.Sprintf("%.1f (%.1f-%.1f)", d.Median, d.Min, d.Max) }
+			fmt.Fprintf(b, "| %s | %s | **%s** | %s | %s |\n", name, c(t.FirstExitMS), c(t.LastExitMS), c(t.ShimExitMS), c(t.ReturnMS))
+		}
+		row(fmt.Sprintf("`Process.Kill(%.0fs)`: walk the tree, SIGTERM+SIGCONT", k.Grace/1000), k.Library)
+		row("reference: SIGTERM+SIGCONT through pidfds opened beforehand, no walk", k.Direct)
+		if k.Proposal != nil {
+			row("proposal: the library's walk listing children without `filepath.Glob`, then SIGTERM+SIGCONT", *k.Proposal)
+		}
+		if k.Direct.LastExitMS.Median > 0 && k.Direct.ShimExitMS.Median > 0 {
+			fmt.Fprintf(b, "| **ratio**, library / reference (of the medians) | | **%.2f** | %.2f | |\n", k.Library.LastExitMS.Median/k.Direct.LastExitMS.Median, k.Library.ShimExitMS.Median/k.Direct.ShimExitMS.Median)
+		}
+		if p := k.Proposal; p != nil && p.LastExitMS.Median > 0 && p.ShimExitMS.Median > 0 {
+			fmt.Fprintf(b, "| ratio, library / proposal | | %.2f | %.2f | |\n", k.Library.LastExitMS.Median/p.LastExitMS.Median, k.Library.ShimExitMS.Median/p.ShimExitMS.Median)
+		}
+		fmt.Fprintf(b, "\nExits seen through a pidfd per member and one for the shim, taken before the kill; for the reference, \"kill returned\" is when the last signal was sent. Building the tree (from `Start` until all %d exist): median %.0f ms. Survivors in /proc after `Kill` returned: %d (most in any run); runs that needed SIGKILL after the grace: %d.\n\n",
+			k.Tree, k.BuildMS.Median, k.Survivors, k.Escalated)
+	}
 }
