@@ -19,17 +19,56 @@ const maxSymlinks = 40
 // or remount (the sandbox has no capabilities there). Anything it cannot
 // tell reads as false: the exec is then verified with ptrace.
 func immutablePath(pid, rootPid int, path string) bool {
-	if !strings.HasPrefix(path, "/") {
+	if !strings.HasPrefix(path, "/") || !inSandboxMountNS(pid, rootPid) {
 		return false
 	}
-	proc := "/proc/" + strconv.Itoa(pid)
-	if rootPid > 0 {
-		mine, err1 := os.Readlink(proc + "/ns/mnt")
-		theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(rootPid) + "/ns/mnt")
-		if err1 != nil || err2 != nil || mine != theirs {
-			return false
-		}
+	return walkReadOnly(pid, path)
+}
+
+// inSandboxMountNS reports whether pid is in rootPid's mount namespace (or
+// rootPid is 0: no sandbox, the host's).
+func inSandboxMountNS(pid, rootPid int) bool {
+	if rootPid <= 0 {
+		return true
 	}
+	mine, err1 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+	theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(rootPid) + "/ns/mnt")
+	return err1 == nil && err2 == nil && mine == theirs
+}
+
+// immutableCache remembers paths proven immutable in the sandbox's own
+// mount namespace. The proof cannot go stale there: nothing in that
+// namespace can mount, unmount or remount (no capabilities), so a path on
+// read-only mounts stays on them, and so do the symlinks it follows.
+// Paths that were not immutable are not remembered (a symlink on a
+// writable mount may change). Used by one goroutine.
+type immutableCache struct {
+	rootPid int
+	paths   map[string]bool
+}
+
+func (c *immutableCache) immutable(pid int, path string) bool {
+	if !strings.HasPrefix(path, "/") || !inSandboxMountNS(pid, c.rootPid) {
+		return false
+	}
+	if c.paths[path] {
+		return true
+	}
+	if !walkReadOnly(pid, path) {
+		return false
+	}
+	if c.paths == nil || len(c.paths) > 4096 {
+		c.paths = map[string]bool{}
+	}
+	c.paths[path] = true
+	return true
+}
+
+// walkReadOnly resolves path from pid's root, component by component, and
+// reports whether every directory walked, every symlink followed and the
+// file itself lie on read-only mounts.
+func walkReadOnly(pid int, path string) bool {
+	proc := "/proc/" + strconv.Itoa(pid)
 	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return false

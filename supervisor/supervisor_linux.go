@@ -102,6 +102,9 @@ type Supervisor struct {
 	log        *slog.Logger
 	mem        memReader
 	handled    int // notifications answered; owned by Run's goroutine
+	// immutables caches the fast path's path proofs; owned by Run's
+	// goroutine.
+	immutables immutableCache
 
 	// recv is notifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccompNotif) error
@@ -127,14 +130,15 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	}
 	fs := newFiles(opts.RootPid, opts.SearchPath)
 	s := &Supervisor{
-		listener: listener,
-		wake:     wake,
-		pol:      pol.WithFiles(fs),
-		files:    fs,
-		opts:     opts,
-		log:      log,
-		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
-		done:     make(chan struct{}),
+		listener:   listener,
+		wake:       wake,
+		pol:        pol.WithFiles(fs),
+		files:      fs,
+		opts:       opts,
+		log:        log,
+		recv:       wedgeAfter(opts.WedgeAfter, notifRecv),
+		done:       make(chan struct{}),
+		immutables: immutableCache{rootPid: opts.RootPid},
 	}
 	if opts.Verify != VerifyStrict {
 		// The tracer decides on its own thread: its own view of the
@@ -486,11 +490,11 @@ func (s *Supervisor) immutable(pid int, d *Decision) bool {
 		}
 		called = cwd + "/" + called
 	}
-	if !immutablePath(pid, s.opts.RootPid, called) {
+	if !s.immutables.immutable(pid, called) {
 		return false
 	}
 	for _, interp := range d.Interpreter {
-		if !immutablePath(pid, s.opts.RootPid, interp) {
+		if !s.immutables.immutable(pid, interp) {
 			return false
 		}
 	}

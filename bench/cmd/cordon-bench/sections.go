@@ -395,9 +395,12 @@ func (h *harness) supervisorBench(res *results) error {
 
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op(?:\s+([0-9.]+) B/op\s+([0-9.]+) allocs/op)?`)
 
-func (h *harness) goBench(pkg, pattern string) ([]benchResult, error) {
+func (h *harness) goBench(pkg, pattern string, env ...string) ([]benchResult, error) {
 	cmd := exec.CommandContext(h.ctx, h.goTool, "test", "-run", "^$", "-bench", pattern,
 		"-benchtime", h.cfg.BenchTime, "-count", strconv.Itoa(h.cfg.BenchCount), pkg)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -251,7 +251,27 @@ func (h *harness) daemonStatus() string {
 	if err := exec.CommandContext(h.ctx, h.cordon, "serve", "--help").Run(); err != nil {
 		return "not measured: daemon not merged yet (`cordon serve --help` fails)"
 	}
-	return "not measured: the daemon is in this tree, but the harness does not measure it yet (write the POST /v1/exec round trip in bench/cmd/cordon-bench/sessions.go)"
+	// client's BenchmarkExec runs the same Manager in process and behind
+	// the daemon's API on its Unix socket.
+	rs, err := h.goBench("./client", `^BenchmarkExec$`, "CORDON_TEST_INIT="+h.cordon)
+	if err != nil {
+		return "not measured: " + strings.SplitN(err.Error(), "\n", 2)[0]
+	}
+	ns := map[string]float64{}
+	for _, r := range rs {
+		name := strings.TrimPrefix(r.Name, "BenchmarkExec/")
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i] // the GOMAXPROCS suffix
+		}
+		ns[name] = r.NsPerOp
+	}
+	ls, ds := ns["library/session"], ns["daemon/session"]
+	lt, dt := ns["library/throwaway"], ns["daemon/throwaway"]
+	if ls == 0 || ds == 0 {
+		return "not measured: client's BenchmarkExec reported no session figures"
+	}
+	return fmt.Sprintf("in a session: library %.2f ms, daemon %.2f ms per exec (daemon/library %.2f); throwaway: library %.1f ms, daemon %.1f ms (go test -bench BenchmarkExec ./client)",
+		ls/1e6, ds/1e6, ds/ls, lt/1e6, dt/1e6)
 }
 
 // sessionExec times one /bin/true run to completion: directly, through the
