@@ -181,12 +181,20 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		return Result{}, l.setupFailed(fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), conn.pid, wantFDs))
 	}
 	l.initPgrp = int(conn.pid)
+	verify := l.o.Verify
+	if l.o.Isolation == IsolationNone && (verify == "" || verify == supervisor.VerifyAuto) {
+		// Without bubblewrap the command shares the host's mount namespace
+		// and /proc, and keeps its capabilities: the fast path's proof
+		// (read-only mounts nobody can change, no memory writers) does not
+		// hold, so every allowed exec is verified with ptrace.
+		verify = supervisor.VerifyPtrace
+	}
 	supOpts := supervisor.Options{
 		OnDecision: l.onDecision,
 		Ask:        l.o.Ask,
 		Logger:     l.log,
 		RootPid:    l.initPgrp,
-		Verify:     l.o.Verify,
+		Verify:     verify,
 		SearchPath: envValue(l.o.Env, "PATH"),
 		WedgeAfter: l.o.WedgeSupervisorAfter,
 		DropAfter:  l.o.DropSupervisorAfter,

@@ -244,6 +244,11 @@ func hostDiesChild() int {
 func TestHostDiesSandboxDies(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
+	// Pdeathsig follows the thread that forks the child: hold this thread,
+	// or a parallel test's locked goroutine could take it over and end it,
+	// killing the child before it reports.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command(exe, "-test.run=^$")

@@ -175,16 +175,20 @@ func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, 
 	return s, nil
 }
 
-// VerifyMode says how execs are checked: "ptrace" (notify, verified with
-// ptrace), "strict" (notify, strict mode) or "ptrace-only".
+// VerifyMode says how execs are checked: "auto" (notify; callers that
+// cannot be raced continue at once, the rest are verified with ptrace),
+// "ptrace" (notify; every allowed exec verified with ptrace), "strict"
+// (notify, strict mode) or "ptrace-only" (no listener).
 func (s *Supervisor) VerifyMode() string {
-	if s.ptraceOnly {
+	switch {
+	case s.ptraceOnly:
 		return "ptrace-only"
-	}
-	if s.tracer != nil {
+	case s.tracer == nil:
+		return "strict"
+	case s.opts.Verify == VerifyPtrace:
 		return "ptrace"
 	}
-	return "strict"
+	return "auto"
 }
 
 func wedgeAfter(n int, recv func(int, *seccompNotif) error) func(int, *seccompNotif) error {
