@@ -13,19 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// skipOrFail skips a test whose capability this host lacks; under CI a
-// missing capability is a failure, so CI cannot pass by skipping.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
 
 var bwrapProbe struct {
 	once sync.Once
@@ -54,7 +45,7 @@ func requireBwrap(t *testing.T) string {
 		bwrapProbe.path = p
 	})
 	if bwrapProbe.err != "" {
-		skipOrFail(t, "%s", bwrapProbe.err)
+		testcap.SkipOrFail(t, "%s", bwrapProbe.err)
 	}
 	return bwrapProbe.path
 }
@@ -230,7 +221,7 @@ func TestHiddenSocketIsUnreachable(t *testing.T) {
 	requireBwrap(t)
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		skipOrFail(t, "python3 not installed")
+		testcap.SkipOrFail(t, "python3 not installed")
 	}
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/api"
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/cordon-sandbox/cordon/server"
@@ -28,26 +29,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 func requireSandbox(t testing.TB) {
 	t.Helper()
 	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
 	if err != nil || !strings.Contains(string(avail), "user_notif") {
-		skipOrFail(t, "seccomp user notification unavailable (%v)", err)
+		testcap.SkipOrFail(t, "seccomp user notification unavailable (%v)", err)
 	}
 	p, err := bwrap.Find()
 	if err != nil {
-		skipOrFail(t, "%v", err)
+		testcap.SkipOrFail(t, "%v", err)
 	}
 	if out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput(); err != nil {
-		skipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
+		testcap.SkipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
 	}
 }
 

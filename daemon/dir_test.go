@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,7 +77,7 @@ func TestLocateFallbacks(t *testing.T) {
 			setup: func(t *testing.T, root string) map[string]string {
 				x := mkdir(t, filepath.Join(root, "xdg"), 0o700)
 				if os.Geteuid() != 0 {
-					skipOrFail(t, "needs root to give a directory away")
+					testcap.SkipOrFail(t, "needs root to give a directory away")
 				}
 				require.NoError(t, os.Chown(x, 4242, 4242))
 				return map[string]string{"XDG_RUNTIME_DIR": x}
@@ -183,16 +184,6 @@ func TestHidePaths(t *testing.T) {
 	dirs, files := e.hidePaths()
 	assert.Equal(t, []string{p.Dir}, dirs)
 	assert.Empty(t, files)
-}
-
-// skipOrFail skips, or fails under CI=true, where a missing capability
-// must not let CI pass untested.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
 }
 
 func uidString() string { return strconv.Itoa(os.Geteuid()) }

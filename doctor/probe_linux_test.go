@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -156,7 +157,7 @@ func TestUserNSProbeRefusesHostNamespaces(t *testing.T) {
 func TestUserNSProbe(t *testing.T) {
 	err := probeUserNS(t.Context(), DefaultTimeout)
 	if err != nil {
-		skipOrFail(t, "user namespaces unusable here: %v", err)
+		testcap.SkipOrFail(t, "user namespaces unusable here: %v", err)
 	}
 }
 
@@ -164,7 +165,7 @@ func TestPtraceProbe(t *testing.T) {
 	err := probePtrace(t.Context(), DefaultTimeout)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) {
-			skipOrFail(t, "ptrace not permitted here: %v", err)
+			testcap.SkipOrFail(t, "ptrace not permitted here: %v", err)
 		}
 		require.NoError(t, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -109,7 +110,21 @@ func startChild(t *testing.T, mode string, env []string, extra ...*os.File) *chi
 		ExtraFiles:  extra,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	err = c.cmd.Start()
+	// Pdeathsig follows the thread that forks: hold that thread for the
+	// child's life. Otherwise a goroutine that later locks it (the
+	// supervisor's tracer) ends it on exit, and the kernel kills the child.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := c.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = c.cmd.Wait()
+		close(c.exited)
+	}()
+	err = <-started
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -130,10 +145,6 @@ func startChild(t *testing.T, mode string, env []string, extra ...*os.File) *chi
 	go func() {
 		defer errR.Close()
 		_, _ = io.Copy(c.stderr, errR)
-	}()
-	go func() {
-		_ = c.cmd.Wait()
-		close(c.exited)
 	}()
 	t.Cleanup(func() {
 		_ = unix.Kill(-c.cmd.Process.Pid, unix.SIGKILL)

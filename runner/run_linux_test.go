@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,21 +24,13 @@ import (
 // init (TestMain dispatches InitArg), so the filter, the control protocol,
 // the supervisor and the launcher all run for real.
 
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // requireSeccompNotify skips unless the kernel lists user_notif; the
 // filter's flags need Linux 5.7, which the run itself reports if missing.
 func requireSeccompNotify(t *testing.T) {
 	t.Helper()
 	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
 	if err != nil || !strings.Contains(string(avail), "user_notif") {
-		skipOrFail(t, "seccomp user notification unavailable (%v)", err)
+		testcap.SkipOrFail(t, "seccomp user notification unavailable (%v)", err)
 	}
 }
 
@@ -45,11 +38,11 @@ func requireBwrap(t *testing.T) {
 	t.Helper()
 	p, err := bwrap.Find()
 	if err != nil {
-		skipOrFail(t, "%v", err)
+		testcap.SkipOrFail(t, "%v", err)
 	}
 	out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput()
 	if err != nil {
-		skipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
+		testcap.SkipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
 	}
 }
 

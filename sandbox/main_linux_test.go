@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/stretchr/testify/require"
 )
@@ -35,29 +36,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // requireSandbox skips (fails under CI=true) unless seccomp user
 // notification and bubblewrap work here.
 func requireSandbox(t testing.TB) {
 	t.Helper()
 	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
 	if err != nil || !strings.Contains(string(avail), "user_notif") {
-		skipOrFail(t, "seccomp user notification unavailable (%v)", err)
+		testcap.SkipOrFail(t, "seccomp user notification unavailable (%v)", err)
 	}
 	p, err := bwrap.Find()
 	if err != nil {
-		skipOrFail(t, "%v", err)
+		testcap.SkipOrFail(t, "%v", err)
 	}
 	out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput()
 	if err != nil {
-		skipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
+		testcap.SkipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -48,16 +50,6 @@ func childMain(mode string) int {
 	return 2
 }
 
-// skipOrFail skips a test whose capability this host lacks; under CI a
-// missing capability is a failure, so CI cannot pass by skipping.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and a required capability is missing: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // requireSeccompNotify skips unless the kernel offers what InstallFilter
 // uses: SECCOMP_RET_USER_NOTIF, USER_NOTIF_FLAG_CONTINUE (5.5) and
 // SECCOMP_FILTER_FLAG_TSYNC_ESRCH (5.7).
@@ -65,19 +57,19 @@ func requireSeccompNotify(t *testing.T) {
 	t.Helper()
 	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
 	if err != nil {
-		skipOrFail(t, "seccomp unavailable: %v", err)
+		testcap.SkipOrFail(t, "seccomp unavailable: %v", err)
 	}
 	if !strings.Contains(" "+strings.TrimSpace(string(avail))+" ", " user_notif ") {
-		skipOrFail(t, "seccomp user notification unavailable (actions_avail: %s)", strings.TrimSpace(string(avail)))
+		testcap.SkipOrFail(t, "seccomp user notification unavailable (actions_avail: %s)", strings.TrimSpace(string(avail)))
 	}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
-		skipOrFail(t, "uname: %v", err)
+		testcap.SkipOrFail(t, "uname: %v", err)
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
 	var major, minor int
 	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err != nil || major < 5 || major == 5 && minor < 7 {
-		skipOrFail(t, "kernel %s predates SECCOMP_FILTER_FLAG_TSYNC_ESRCH (5.7)", release)
+		testcap.SkipOrFail(t, "kernel %s predates SECCOMP_FILTER_FLAG_TSYNC_ESRCH (5.7)", release)
 	}
 }
 
@@ -136,7 +128,21 @@ func startChild(t *testing.T, mode string, args []string, env []string, extra ..
 		// children with it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	err = c.cmd.Start()
+	// Pdeathsig follows the thread that forks: hold that thread for the
+	// child's life. Otherwise a goroutine that later locks it (the
+	// supervisor's tracer) ends it on exit, and the kernel kills the child.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := c.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = c.cmd.Wait()
+		close(c.exited)
+	}()
+	err = <-started
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -158,10 +164,6 @@ func startChild(t *testing.T, mode string, args []string, env []string, extra ..
 	go func() {
 		defer errR.Close()
 		_, _ = io.Copy(c.stderr, errR)
-	}()
-	go func() {
-		_ = c.cmd.Wait()
-		close(c.exited)
 	}()
 	t.Cleanup(func() {
 		c.kill()

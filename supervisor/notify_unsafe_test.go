@@ -4,6 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"golang.org/x/sys/unix"
 )
@@ -31,7 +32,7 @@ func TestKernelStructSizesMatchRunningKernel(t *testing.T) {
 	var sz seccompNotifSizes
 	// No x/sys wrapper exists for seccomp(2); see seccomp(2).
 	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sz))); e != 0 {
-		skipOrFail(t, "seccomp(SECCOMP_GET_NOTIF_SIZES): %v", e)
+		testcap.SkipOrFail(t, "seccomp(SECCOMP_GET_NOTIF_SIZES): %v", e)
 	}
 	assert.EqualValues(t, sz.Notif, sizeofNotif, "struct seccomp_notif: kernel %d bytes, ours %d", sz.Notif, sizeofNotif)
 	assert.EqualValues(t, sz.NotifResp, sizeofNotifResp, "struct seccomp_notif_resp: kernel %d bytes, ours %d", sz.NotifResp, sizeofNotifResp)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -365,7 +366,7 @@ func TestAdvLoaderRunsRenamedCopy(t *testing.T) {
 	requireSeccompNotify(t)
 	const loader = "/lib64/ld-linux-x86-64.so.2"
 	if _, err := os.Stat(loader); err != nil {
-		skipOrFail(t, "no %s on this host", loader)
+		testcap.SkipOrFail(t, "no %s on this host", loader)
 	}
 	dir := t.TempDir()
 	listed := filepath.Join(dir, "listed")

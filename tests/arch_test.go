@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,7 +66,7 @@ func buildI386(t *testing.T, dir string) string {
 	out, err = exec.Command(ld, "-m", "elf_i386", "-o", bin, filepath.Join(dir, "exec32.o")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	if out, err := exec.Command(bin).CombinedOutput(); err != nil || string(out) != "from-i386\n" {
-		skipOrFail(t, "this kernel cannot run i386 programs (IA32 emulation): %v %s", err, out)
+		testcap.SkipOrFail(t, "this kernel cannot run i386 programs (IA32 emulation): %v %s", err, out)
 	}
 	return bin
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -304,7 +305,7 @@ func TestDaemonAccessRules(t *testing.T) {
 		// Another uid: the directory and socket modes keep it out; open
 		// them up, and the peer check (SO_PEERCRED) still refuses it.
 		if os.Geteuid() != 0 {
-			skipOrFail(t, "needs root to act as another uid")
+			testcap.SkipOrFail(t, "needs root to act as another uid")
 		}
 		curl := requireTool(t, "curl")
 		other := func() (string, error) {
@@ -414,7 +415,7 @@ except OSError as e:
 	t.Run("unix", func(t *testing.T) {
 		d := newDaemonEnv(t)
 		if strings.HasPrefix(d.dir, "/tmp/") {
-			skipOrFail(t, "no /var/tmp: a daemon directory under /tmp is hidden by the sandbox's own /tmp, which proves nothing")
+			testcap.SkipOrFail(t, "no /var/tmp: a daemon directory under /tmp is hidden by the sandbox's own /tmp, which proves nothing")
 		}
 		disc := d.start()
 		script := probe(d.dir, disc.Socket)

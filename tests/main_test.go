@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,20 +45,10 @@ func TestMain(m *testing.M) {
 // inCI reports whether capability skips must fail (CI=true).
 func inCI() bool { return os.Getenv("CI") == "true" }
 
-// skipOrFail skips with the reason, or fails under CI, where a skipped
-// capability would let CI pass without testing anything.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if inCI() {
-		t.Fatalf("capability missing under CI=true: "+format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 func requireBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		skipOrFail(t, "bubblewrap not installed (make deps)")
+		testcap.SkipOrFail(t, "bubblewrap not installed (make deps)")
 	}
 }
 
@@ -68,7 +59,7 @@ func requireSeccompNotify(t *testing.T) {
 	probe.Env = append(os.Environ(), raceEnv)
 	out, err := probe.CombinedOutput()
 	if err != nil {
-		skipOrFail(t, "cordon cannot run on this host (seccomp notify/user namespaces): %v: %s", err, out)
+		testcap.SkipOrFail(t, "cordon cannot run on this host (seccomp notify/user namespaces): %v: %s", err, out)
 	}
 }
 
@@ -76,7 +67,7 @@ func requireTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		skipOrFail(t, "%s not installed", name)
+		testcap.SkipOrFail(t, "%s not installed", name)
 	}
 	return p
 }
