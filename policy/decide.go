@@ -15,6 +15,9 @@ type decider struct {
 	rule int32
 	// denyOnly restricts matching to deny and ask rules while set.
 	denyOnly bool
+	// forced, when set, is a built-in rule that denies whatever the rules
+	// say: something the exec runs could not be decided (fail closed).
+	forced *Rule
 	// sum caches the digest of top's file: 0 not computed, 1 ok, 2 failed.
 	sumState uint8
 	sum      [32]byte
@@ -43,9 +46,16 @@ func (d *decider) exec(e *Exec, depth int) {
 				target := e.Argv[i]
 				sub := &Exec{Argv: e.Argv[i:], Path: target, Resolved: target}
 				if r, ok := d.p.files.(Resolver); ok && identity {
-					if id, resolved, ok := r.Resolve(target); ok {
-						sub.File, sub.Known, sub.Resolved = id, true, resolved
+					got, ok := r.Resolve(target)
+					if !ok {
+						d.forced = &LoaderRule
+						return
 					}
+					if d.p.denyWritable && got.Writable {
+						d.forced = &WritableRule
+						return
+					}
+					sub.File, sub.Known, sub.Resolved, sub.Writable = got.File, got.Known, got.Resolved, got.Writable
 				}
 				if sub.Known {
 					// The loaded program is what really runs: decide it by

@@ -1,12 +1,16 @@
 package policy
 
 // FileID identifies a file in the sandbox's view. Dev and Ino say which file
-// it is; Size and MtimeNs let a digest cache notice that a file was
-// rewritten in place.
+// it is; Size, MtimeNs and CtimeNs let a digest cache notice that a file was
+// rewritten in place. CtimeNs is what makes that sound: mtime can be set
+// back to any value (touch -d, utimensat), but every write, truncate, chmod
+// or utimensat sets ctime to the current time, and no unprivileged call can
+// choose it.
 type FileID struct {
 	Dev, Ino uint64
 	Size     int64
 	MtimeNs  int64
+	CtimeNs  int64
 }
 
 // Same reports whether a and b are the same file (device and inode).
@@ -41,8 +45,8 @@ type Files interface {
 	Lookup(name string) []FileID
 	// Digest returns a cryptographic hash (SHA-256) of the file's content,
 	// or ok false when the file cannot be read. Implementations should
-	// cache by the whole FileID, so a file rewritten in place (new size or
-	// mtime) is hashed again.
+	// cache by the whole FileID, so a file rewritten in place (new ctime,
+	// whatever its size and mtime) is hashed again.
 	Digest(f FileID) (sum [32]byte, ok bool)
 }
 
@@ -52,7 +56,10 @@ type Files interface {
 // supervisor never sees it; with a Resolver, Decide recognises it by
 // identity as it does a program that is exec'd. Resolve interprets path as
 // the exec's caller would, relative to its working directory, in the
-// sandbox's view, and returns the file's identity and canonical path.
+// sandbox's view, and returns the program as an Exec with Resolved, File,
+// Known and Writable filled in. ok is false when the program cannot be
+// identified, or could be replaced before the loader opens it (the loader
+// opens it after the exec was decided): Decide then denies with LoaderRule.
 type Resolver interface {
-	Resolve(path string) (id FileID, resolved string, ok bool)
+	Resolve(path string) (e Exec, ok bool)
 }

@@ -107,6 +107,16 @@ var WritableRule = Rule{
 	Source:   "deny_writable_exec",
 }
 
+// LoaderRule is the rule a Decide result names when the program a dynamic
+// loader is asked to run cannot be identified (see Resolver): fail closed.
+var LoaderRule = Rule{
+	Decision: Deny,
+	Pattern:  "ld.so PROGRAM",
+	Message: "the program a dynamic loader is asked to run must be identifiable and lie on read-only mounts " +
+		"(the loader opens it after the check)",
+	Source: "builtin",
+}
+
 // Exec describes one exec being decided. The supervisor fills it in from the
 // caller's memory and /proc; Decide never touches the file system.
 type Exec struct {
@@ -432,6 +442,9 @@ func (p *Policy) Decide(e *Exec) Result {
 	}
 	d := decider{p: p, top: e, best: rankNone}
 	d.exec(e, 0)
+	if d.forced != nil {
+		return Result{Decision: Deny, Rule: d.forced}
+	}
 	if d.best == rankNone {
 		return Result{Decision: p.def}
 	}

@@ -78,10 +78,16 @@ func BenchmarkReadArgv(b *testing.B) {
 func BenchmarkOpenTarget(b *testing.B) {
 	pid := os.Getpid()
 	const path = "/usr/bin/true"
+	sv := newSandboxView(0)
 	b.Run("per-exec", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			t, errno := openTarget(pid, path)
+			root, err := sv.openRoot(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t, errno := openTarget(pid, root, path)
+			unix.Close(root)
 			if errno != 0 || t.fd < 0 {
 				b.Fatalf("openTarget: %v", errno)
 			}
@@ -128,7 +134,7 @@ func BenchmarkOpenTarget(b *testing.B) {
 // today through a re-open of the O_PATH descriptor via /proc/self/fd; the
 // proposal opens the target readable once and preads.
 func BenchmarkReadHead(b *testing.B) {
-	t, errno := openTarget(os.Getpid(), "/usr/bin/true")
+	t, errno := openTarget(os.Getpid(), rootOf(b), "/usr/bin/true")
 	if errno != 0 || t.fd < 0 {
 		b.Fatalf("openTarget: %v", errno)
 	}
@@ -163,7 +169,7 @@ func benchPolicy(b *testing.B) (*policy.Policy, *files) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fs := newFiles(0, os.Getenv("PATH"))
+	fs := newFiles(newSandboxView(0), os.Getenv("PATH"))
 	return p.WithFiles(fs), fs
 }
 
@@ -174,7 +180,7 @@ func benchPolicy(b *testing.B) (*policy.Policy, *files) {
 // first exec of a sandbox pays, and every exec after a lookupTTL expiry.
 func BenchmarkPolicyWithFiles(b *testing.B) {
 	pid := os.Getpid()
-	tgt, errno := openTarget(pid, "/usr/bin/true")
+	tgt, errno := openTarget(pid, rootOf(b), "/usr/bin/true")
 	if errno != 0 || tgt.fd < 0 {
 		b.Fatalf("openTarget: %v", errno)
 	}
@@ -200,7 +206,7 @@ func BenchmarkPolicyWithFiles(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			fs := newFiles(0, os.Getenv("PATH"))
+			fs := newFiles(newSandboxView(0), os.Getenv("PATH"))
 			pol := p.WithFiles(fs)
 			fs.setCurrent(&tgt)
 			pol.Decide(&e)
@@ -274,9 +280,19 @@ func BenchmarkStrictCheck(b *testing.B) {
 	b.Run(fmt.Sprintf("host-processes=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if why := raceable(pid, 0, nil); why != "" {
+			if why := raceable(pid, 0, nil, newSandboxView(0)); why != "" {
 				b.Fatalf("sleep is raceable: %s", why)
 			}
 		}
 	})
+}
+
+// rootOf returns this process's root directory (O_PATH), closed with b.
+func rootOf(b *testing.B) int {
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(root) })
+	return root
 }

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -12,30 +10,6 @@ import (
 // own limit is 40).
 const maxSymlinks = 40
 
-// immutablePath reports whether path, as pid would resolve it, can only lead
-// to the same file until the exec runs: every directory walked, every
-// symlink followed and the file itself lie on read-only mounts, and pid is
-// in the sandbox's own mount namespace (rootPid's), where nothing can mount
-// or remount (the sandbox has no capabilities there). Anything it cannot
-// tell reads as false: the exec is then verified with ptrace.
-func immutablePath(pid, rootPid int, path string) bool {
-	if !strings.HasPrefix(path, "/") || !inSandboxMountNS(pid, rootPid) {
-		return false
-	}
-	return walkReadOnly(pid, path)
-}
-
-// inSandboxMountNS reports whether pid is in rootPid's mount namespace (or
-// rootPid is 0: no sandbox, the host's).
-func inSandboxMountNS(pid, rootPid int) bool {
-	if rootPid <= 0 {
-		return true
-	}
-	mine, err1 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
-	theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(rootPid) + "/ns/mnt")
-	return err1 == nil && err2 == nil && mine == theirs
-}
-
 // immutableCache remembers paths proven immutable in the sandbox's own
 // mount namespace. The proof cannot go stale there: nothing in that
 // namespace can mount, unmount or remount (no capabilities), so a path on
@@ -43,18 +17,22 @@ func inSandboxMountNS(pid, rootPid int) bool {
 // Paths that were not immutable are not remembered (a symlink on a
 // writable mount may change). Used by one goroutine.
 type immutableCache struct {
-	rootPid int
-	paths   map[string]bool
+	paths map[string]bool
 }
 
-func (c *immutableCache) immutable(pid int, path string) bool {
-	if !strings.HasPrefix(path, "/") || !inSandboxMountNS(pid, c.rootPid) {
+// immutable reports whether path, as a caller whose root is root would
+// resolve it, can only lead to the same file until the exec runs: see
+// walkReadOnly. Preconditions: root is the caller's root from
+// sandboxView.openRoot, which proved the caller in the sandbox's own mount
+// namespace and root, where nothing can mount or remount.
+func (c *immutableCache) immutable(root int, path string) bool {
+	if !strings.HasPrefix(path, "/") {
 		return false
 	}
 	if c.paths[path] {
 		return true
 	}
-	if !walkReadOnly(pid, path) {
+	if !walkReadOnly(root, path) {
 		return false
 	}
 	if c.paths == nil || len(c.paths) > 4096 {
@@ -64,12 +42,13 @@ func (c *immutableCache) immutable(pid int, path string) bool {
 	return true
 }
 
-// walkReadOnly resolves path from pid's root, component by component, and
-// reports whether every directory walked, every symlink followed and the
-// file itself lie on read-only mounts.
-func walkReadOnly(pid int, path string) bool {
-	proc := "/proc/" + strconv.Itoa(pid)
-	root, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+// walkReadOnly resolves path from root (a caller's root directory),
+// component by component, and reports whether every directory walked, every
+// symlink followed and the file itself lie on read-only mounts. Anything
+// under proc never qualifies: its links are magic (what /proc/PID/exe leads
+// to is not what its text says). Anything it cannot tell reads as false.
+func walkReadOnly(rootDir int, path string) bool {
+	root, err := unix.FcntlInt(uintptr(rootDir), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
@@ -138,10 +117,10 @@ func walkReadOnly(pid int, path string) bool {
 func splitPath(p string) []string { return strings.Split(p, "/") }
 
 // readOnlyMount reports whether fd lies on a read-only mount, as the mount
-// is seen in its namespace.
+// is seen in its namespace, and not in a proc file system.
 func readOnlyMount(fd int) bool {
 	var s unix.Statfs_t
-	return unix.Fstatfs(fd, &s) == nil && s.Flags&unix.ST_RDONLY != 0
+	return unix.Fstatfs(fd, &s) == nil && s.Flags&unix.ST_RDONLY != 0 && s.Type != unix.PROC_SUPER_MAGIC
 }
 
 // readlinkFD reads the target of the symlink an O_PATH|O_NOFOLLOW fd refers

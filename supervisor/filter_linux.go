@@ -28,6 +28,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //     push keystrokes into the user's terminal;
 //   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
 //   - clone with CLONE_VM outside threads and plain vfork, and clone3: refused;
+//   - unshare and clone with a namespace flag, and setns: refused;
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
 func Filter() ([]byte, error) { return buildFilter(true) }
@@ -132,6 +133,44 @@ func buildFilter(notify bool) ([]byte, error) {
 		if err := f.AddRuleConditional(cloneNr, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
 			return nil, fmt.Errorf("adding clone rule: %w", err)
 		}
+	}
+	// Namespaces: a process that makes its own user namespace can make
+	// mount namespaces in it, chroot and mount, so its paths would no
+	// longer mean what they mean in the sandbox (the supervisor refuses
+	// such callers, but they need not exist at all). unshare and clone
+	// with any namespace flag, and setns, are refused with EPERM; nested
+	// sandboxes (bwrap, unshare, podman) do not run inside cordon.
+	// CLONE_NEWTIME shares its bit with clone's exit signal, so it is
+	// refused for unshare only (clone cannot ask for it).
+	nsFlags := []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET,
+		unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWCGROUP}
+	unshareNr, err := seccomp.GetSyscallFromName("unshare")
+	if err != nil {
+		return nil, fmt.Errorf("resolving unshare: %w", err)
+	}
+	for _, c := range []struct {
+		nr    seccomp.ScmpSyscall
+		flags []uint64
+	}{
+		{cloneNr, nsFlags},
+		{unshareNr, append(nsFlags, unix.CLONE_NEWTIME)},
+	} {
+		for _, flag := range c.flags {
+			cond, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, flag, flag)
+			if err != nil {
+				return nil, fmt.Errorf("building namespace condition: %w", err)
+			}
+			if err := f.AddRuleConditional(c.nr, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
+				return nil, fmt.Errorf("adding namespace rule: %w", err)
+			}
+		}
+	}
+	setnsNr, err := seccomp.GetSyscallFromName("setns")
+	if err != nil {
+		return nil, fmt.Errorf("resolving setns: %w", err)
+	}
+	if err := f.AddRule(setnsNr, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM))); err != nil {
+		return nil, fmt.Errorf("adding setns rule: %w", err)
 	}
 	clone3Nr, err := seccomp.GetSyscallFromName("clone3")
 	if err != nil {

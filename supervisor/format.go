@@ -73,8 +73,8 @@ func (d *Decision) DenialLine() string {
 	}
 	why := "rule: " + d.Result.RuleText()
 	switch {
-	case d.Reason != "" && d.Result.Decision == policy.Allow:
-		why = d.Reason // the rules allowed it; something else refused it
+	case d.Reason != "" && (d.Result.Decision == policy.Allow || d.Result.Rule == nil):
+		why = d.Reason // no rule refused it; something else did
 	case d.Reason != "":
 		why += "; " + d.Reason
 	}

@@ -29,32 +29,91 @@ type target struct {
 // they do for the caller and never on the host.
 var inRoot = unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
 
-// openTarget opens resolved in pid's root and says what the kernel would say
-// about running it before the policy is asked: ENOENT when it does not
-// exist, EACCES when it is not a regular file with an execute bit. Shells
-// probe every PATH entry with execve; those probes must fail the normal way,
-// with no denial printed. When it cannot tell (pid gone, relative path), it
-// returns fd -1 and no errno: the policy then decides by name.
-func openTarget(pid int, resolved string) (target, syscall.Errno) {
+// openTarget opens abs (an absolute path in the caller's root, from absPath)
+// as the kernel will when the caller runs it, and says what the kernel
+// would say about running it before the policy is asked: ENOENT when it
+// does not exist, EACCES when it is not a regular file with an execute bit.
+// Shells probe every PATH entry with execve; those probes must fail the
+// normal way, with no denial printed. root is the caller's root, from
+// sandboxView.openRoot.
+//
+// A path through which the caller names itself (/proc/self/exe,
+// /dev/fd/N) is looked up as the caller's own /proc entry; a /proc/PID/exe
+// or /proc/PID/fd/N magic link is followed to the file it stands for, as
+// the kernel does. When the file cannot be identified for any other reason
+// the answer is EPERM: fail closed, never a decision by name.
+func openTarget(pid, root int, abs string) (target, syscall.Errno) {
 	t := target{pid: pid, fd: -1}
-	if resolved == "" || resolved[0] != '/' {
-		return t, 0
+	if !strings.HasPrefix(abs, "/") {
+		return t, unix.EPERM
 	}
-	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return t, 0
+	if self, ok := selfPath(pid, root, abs); ok {
+		abs = self
 	}
-	defer unix.Close(root)
-	how := inRoot
-	fd, err := unix.Openat2(root, resolved, &how)
+	var fd int
+	var err error
+	if rest, ok := strings.CutPrefix(abs, "/proc/"); ok && procMagic(rest) {
+		fd, err = openProcMagic(root, rest)
+	} else {
+		how := inRoot
+		fd, err = unix.Openat2(root, abs, &how)
+	}
 	switch err {
 	case nil:
 	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.ENAMETOOLONG, unix.EACCES:
 		return t, err.(syscall.Errno)
 	default:
-		return t, 0
+		return t, unix.EPERM
 	}
 	return statTarget(pid, fd)
+}
+
+// procMagic reports whether rest (a path below /proc) is exactly a
+// process's exe or one of its descriptors: PID/exe, PID/fd/N, and the same
+// below PID/task/TID. Nothing may follow the magic link: what comes after
+// one would be looked up in cordon's root, not the caller's.
+func procMagic(rest string) bool {
+	parts := strings.Split(rest, "/")
+	if len(parts) >= 3 && parts[1] == "task" && digits(parts[0]) && digits(parts[2]) {
+		parts = parts[2:]
+	}
+	switch {
+	case len(parts) == 2 && digits(parts[0]) && parts[1] == "exe":
+		return true
+	case len(parts) == 3 && digits(parts[0]) && parts[1] == "fd" && digits(parts[2]):
+		return true
+	}
+	return false
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// openProcMagic opens the file behind the magic link /proc/REST in the
+// caller's root: the sandbox's own proc, where pids are the sandbox's.
+func openProcMagic(root int, rest string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS}
+	proc, err := unix.Openat2(root, "proc", &how)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(proc)
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(proc, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		return -1, unix.EPERM
+	}
+	// procMagic allowed digits, "task", "exe" and "fd" only: the one link
+	// followed is the last component.
+	return unix.Openat(proc, rest, unix.O_PATH|unix.O_CLOEXEC, 0)
 }
 
 // openTargetFD opens the file behind the caller's descriptor fd (fexecve,
@@ -66,7 +125,7 @@ func openTargetFD(pid int, fd int32) (target, syscall.Errno) {
 		if err == unix.ENOENT {
 			return target{pid: pid, fd: -1}, unix.EBADF // no such descriptor: what the kernel says
 		}
-		return target{pid: pid, fd: -1}, 0
+		return target{pid: pid, fd: -1}, unix.EPERM
 	}
 	return statTarget(pid, f)
 }
@@ -78,7 +137,7 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 	id, mode, err := fstatID(fd)
 	if err != nil {
 		unix.Close(fd)
-		return t, 0
+		return t, unix.EPERM
 	}
 	if mode&unix.S_IFMT != unix.S_IFREG || mode&0o111 == 0 {
 		unix.Close(fd)
@@ -107,7 +166,7 @@ func fstatID(fd int) (policy.FileID, uint32, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return policy.FileID{}, 0, err
 	}
-	return policy.FileID{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano()}, st.Mode, nil
+	return policy.FileID{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano()}, st.Mode, nil
 }
 
 const (
@@ -133,7 +192,8 @@ type files struct {
 
 // fileCache is what every view of a sandbox's files shares.
 type fileCache struct {
-	rootPid    int      // a process whose root is the sandbox's root
+	rootPid    int // a process whose root is the sandbox's root
+	sandbox    *sandboxView
 	searchPath []string // the command's PATH
 
 	mu      sync.Mutex
@@ -147,7 +207,8 @@ type lookupEntry struct {
 	at  time.Time
 }
 
-func newFiles(rootPid int, searchPath string) *files {
+func newFiles(sandbox *sandboxView, searchPath string) *files {
+	rootPid := sandbox.ref
 	if searchPath == "" {
 		searchPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
@@ -159,6 +220,7 @@ func newFiles(rootPid int, searchPath string) *files {
 	}
 	return &files{fileCache: &fileCache{
 		rootPid:    rootPid,
+		sandbox:    sandbox,
 		searchPath: dirs,
 		lookups:    map[string]lookupEntry{},
 		where:      map[[2]uint64]string{},
@@ -294,27 +356,35 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 }
 
 // Resolve implements policy.Resolver: path as the current exec's caller
-// would open it (relative to its working directory, in its root).
-func (f *files) Resolve(path string) (policy.FileID, string, bool) {
+// would open it (relative to its working directory, in its root). The
+// dynamic loader opens the program after the exec was decided, so a program
+// that could be replaced by then does not count as identified: every
+// directory walked, every symlink followed and the file itself must lie on
+// read-only mounts (walkReadOnly).
+func (f *files) Resolve(path string) (policy.Exec, bool) {
 	cur := f.cur()
 	if cur == nil || path == "" {
-		return policy.FileID{}, "", false
+		return policy.Exec{}, false
 	}
-	proc := "/proc/" + strconv.Itoa(cur.pid)
-	if !strings.HasPrefix(path, "/") {
-		cwd, err := os.Readlink(proc + "/cwd")
-		if err != nil {
-			return policy.FileID{}, "", false
-		}
-		path = filepath.Join(cwd, path)
+	root, err := f.sandbox.openRoot(cur.pid)
+	if err != nil {
+		return policy.Exec{}, false
 	}
-	t, errno := openTarget(cur.pid, path)
-	if errno != 0 || t.fd < 0 {
-		return policy.FileID{}, "", false
+	defer unix.Close(root)
+	abs, errno := absPath(cur.pid, root, unix.AT_FDCWD, path)
+	if errno != 0 {
+		return policy.Exec{}, false
+	}
+	t, errno := openTarget(cur.pid, root, abs)
+	if errno != 0 {
+		return policy.Exec{}, false
 	}
 	defer unix.Close(t.fd)
+	if !walkReadOnly(root, abs) {
+		return policy.Exec{}, false
+	}
 	f.mu.Lock()
 	f.where[[2]uint64{t.id.Dev, t.id.Ino}] = t.path
 	f.mu.Unlock()
-	return t.id, t.path, true
+	return policy.Exec{Path: path, Resolved: t.path, File: t.id, Known: true, Writable: t.writable}, true
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,6 +39,12 @@ type Decision struct {
 	// have succeeded); zero when the exec was let through.
 	Errno              syscall.Errno
 	pathAddr, argvAddr uint64 // where the caller keeps them, for strict mode
+	// called is the path the caller asked for, made absolute in its root
+	// (not cleaned); root is the caller's root directory (O_PATH), proven
+	// the sandbox's, while the notification is handled.
+	called  string
+	root    int
+	ptrSize int
 
 	// Interpreter lists the #! interpreters a script runs through, outermost
 	// first; Expect is then the argv the kernel gives the innermost one.
@@ -95,7 +98,10 @@ type Supervisor struct {
 	wake     int            // eventfd written by Shutdown
 	pol      *policy.Policy // bound to files
 	files    *files
-	tracer   *tracer // nil in strict mode
+	// sandbox is what callers are checked against: the sandbox's mount
+	// namespace, root and writable devices.
+	sandbox *sandboxView
+	tracer  *tracer // nil in strict mode
 	// ptraceOnly: no listener; the tracer follows every task.
 	ptraceOnly bool
 	opts       Options
@@ -128,17 +134,18 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	if opts.Verify == "" {
 		opts.Verify = VerifyAuto
 	}
-	fs := newFiles(opts.RootPid, opts.SearchPath)
+	sandbox := newSandboxView(opts.RootPid)
+	fs := newFiles(sandbox, opts.SearchPath)
 	s := &Supervisor{
-		listener:   listener,
-		wake:       wake,
-		pol:        pol.WithFiles(fs),
-		files:      fs,
-		opts:       opts,
-		log:        log,
-		recv:       wedgeAfter(opts.WedgeAfter, notifRecv),
-		done:       make(chan struct{}),
-		immutables: immutableCache{rootPid: opts.RootPid},
+		listener: listener,
+		wake:     wake,
+		pol:      pol.WithFiles(fs),
+		files:    fs,
+		opts:     opts,
+		log:      log,
+		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
+		done:     make(chan struct{}),
+		sandbox:  sandbox,
 	}
 	if opts.Verify != VerifyStrict {
 		// The tracer decides on its own thread: its own view of the
@@ -296,11 +303,15 @@ func (s *Supervisor) Close() error {
 // handle decides one notification and answers it.
 func (s *Supervisor) handle(n *seccompNotif) {
 	start := time.Now()
-	d := Decision{Time: start, Pid: int(n.Pid)}
+	d := Decision{Time: start, Pid: int(n.Pid), root: -1}
 	resp := seccompNotifResp{ID: n.ID}
 	errno := s.decide(n, &d)
 	if errno == 0 {
 		errno = s.guard(n, &d)
+	}
+	if d.root >= 0 {
+		unix.Close(d.root)
+		d.root = -1
 	}
 	if errno != 0 {
 		d.Errno = errno
@@ -335,7 +346,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		return unix.EPERM
 	}
 	d.Syscall, d.Arch = call.name, call.arch
-	d.pathAddr, d.argvAddr = call.path, call.argv
+	d.pathAddr, d.argvAddr, d.ptrSize = call.path, call.argv, call.ptrSize
 	path, err := s.mem.readString(pid, call.path, pathMax, errNameLen)
 	if err != nil {
 		return s.readErrno(pid, err)
@@ -352,33 +363,49 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 	if argv == nil {
 		argv = []string{}
 	}
-	d.Exec = policy.Exec{Argv: argv, Path: path, Resolved: resolve(pid, call.dirfd, path, call.flags)}
+	d.Exec = policy.Exec{Argv: argv, Path: path}
+	root, err := s.sandbox.openRoot(pid)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return unix.ESRCH // the caller is gone; the answer goes nowhere
+		}
+		d.Result = policy.Result{Decision: policy.Deny}
+		d.Reason = reasonForeign
+		if !errors.Is(err, errForeign) {
+			d.Reason = reasonUnidentified + ": " + err.Error()
+		}
+		return unix.EPERM
+	}
+	d.root = root // closed by handle, after guard
 	var tgt target
 	var errno syscall.Errno
 	if path == "" && call.flags&unix.AT_EMPTY_PATH != 0 {
 		tgt, errno = openTargetFD(pid, call.dirfd)
-	} else if fd, ok := ownFDPath(d.Exec.Resolved); ok {
-		tgt, errno = openTargetFD(pid, fd)
 	} else {
-		tgt, errno = openTarget(pid, d.Exec.Resolved)
+		d.called, errno = absPath(pid, root, call.dirfd, path)
+		if errno == unix.EPERM {
+			d.Reason = reasonNoDir
+		} else if errno == 0 {
+			tgt, errno = openTarget(pid, root, d.called)
+		}
+	}
+	if errno == unix.EPERM {
+		d.Result = policy.Result{Decision: policy.Deny}
+		if d.Reason == "" {
+			d.Reason = reasonUnidentified
+		}
 	}
 	if errno != 0 {
 		return errno
 	}
-	if tgt.fd >= 0 {
-		defer unix.Close(tgt.fd)
-		d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
-		if tgt.path != "" {
-			d.Exec.Resolved = tgt.path
-		}
-		s.files.setCurrent(&tgt)
-		defer s.files.setCurrent(nil)
-	}
+	defer unix.Close(tgt.fd)
+	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
+	d.Exec.Resolved = tgt.path
+	s.files.setCurrent(&tgt)
+	defer s.files.setCurrent(nil)
 	d.Result = s.pol.Decide(&d.Exec)
-	if tgt.fd >= 0 {
-		if errno := s.decideInterpreters(pid, call, tgt.fd, d); errno != 0 {
-			return errno
-		}
+	if errno := s.decideInterpreters(pid, root, call, tgt.fd, d); errno != 0 {
+		return errno
 	}
 	switch d.Result.Decision {
 	case policy.Allow:
@@ -396,7 +423,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 // interpreters as the kernel does. The strictest decision wins, so a script
 // cannot be used to start a denied interpreter. d.Expect becomes the argv
 // the new image will have, which verification compares against.
-func (s *Supervisor) decideInterpreters(pid int, call execCall, fd int, d *Decision) syscall.Errno {
+func (s *Supervisor) decideInterpreters(pid, root int, call execCall, fd int, d *Decision) syscall.Errno {
 	argv := d.Exec.Argv
 	filename := kernelFilename(call, d.Exec.Path)
 	for depth := 0; depth < maxInterpDepth; depth++ {
@@ -412,29 +439,30 @@ func (s *Supervisor) decideInterpreters(pid int, call execCall, fd int, d *Decis
 		if len(argv) > 1 {
 			next = append(next, argv[1:]...)
 		}
-		tgt, errno := openTarget(pid, interp)
+		// The kernel looks the interpreter up as the caller would: a
+		// relative one from its working directory.
+		abs, errno := absPath(pid, root, unix.AT_FDCWD, interp)
+		if errno != 0 {
+			return errno
+		}
+		tgt, errno := openTarget(pid, root, abs)
+		if errno == unix.EPERM {
+			d.Result = policy.Result{Decision: policy.Deny}
+			d.Reason = reasonUnidentified + " " + interp
+		}
 		if errno != 0 {
 			return errno // a missing interpreter fails the exec as the kernel would
 		}
-		e := policy.Exec{Argv: next, Path: interp, Resolved: interp}
-		if tgt.fd >= 0 {
-			defer unix.Close(tgt.fd)
-			e.File, e.Known = tgt.id, true
-			if tgt.path != "" {
-				e.Resolved = tgt.path
-			}
-			s.files.setCurrent(&tgt)
-		}
+		defer unix.Close(tgt.fd)
+		e := policy.Exec{Argv: next, Path: interp, Resolved: tgt.path, File: tgt.id, Known: true, Writable: tgt.writable}
+		s.files.setCurrent(&tgt)
 		r := s.pol.Decide(&e)
 		s.files.setCurrent(nil)
 		if r.Decision > d.Result.Decision {
 			d.Result = r
 		}
-		d.Interpreter = append(d.Interpreter, interp)
+		d.Interpreter = append(d.Interpreter, abs)
 		d.Expect = next
-		if tgt.fd < 0 {
-			return 0
-		}
 		argv, filename, fd = next, interp, tgt.fd
 	}
 	return unix.ELOOP // the kernel gives up after BINPRM_MAX_RECURSION
@@ -450,9 +478,8 @@ func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
 		// Fast path: a caller that cannot change its arguments after the
 		// check needs no verification (most execs: shells fork or vfork
 		// from a single thread).
-		addrs := append([]uint64{d.pathAddr, d.argvAddr}, s.mem.ptrs...)
-		why := raceable(pid, s.opts.RootPid, addrs)
-		if why == "" && s.immutable(pid, d) {
+		why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox)
+		if why == "" && s.immutable(d) {
 			return 0
 		}
 		if why == "" {
@@ -480,45 +507,21 @@ func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
 
 // immutable reports whether the file an exec names, and the #! interpreters
 // it runs through, can only be what was checked when the kernel opens them:
-// see immutablePath. Descriptor-based execs (fexecve, execveat with a
+// see walkReadOnly. Descriptor-based execs (fexecve, execveat with a
 // directory fd) never qualify: a memfd's content can change.
-func (s *Supervisor) immutable(pid int, d *Decision) bool {
-	if d.Syscall != "execve" || d.Exec.Path == "" {
+func (s *Supervisor) immutable(d *Decision) bool {
+	if d.Syscall != "execve" || d.called == "" || d.root < 0 {
 		return false
 	}
-	called := d.Exec.Path
-	if !strings.HasPrefix(called, "/") {
-		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
-		if err != nil {
-			return false
-		}
-		called = cwd + "/" + called
-	}
-	if !s.immutables.immutable(pid, called) {
+	if !s.immutables.immutable(d.root, d.called) {
 		return false
 	}
 	for _, interp := range d.Interpreter {
-		if !s.immutables.immutable(pid, interp) {
+		if !s.immutables.immutable(d.root, interp) {
 			return false
 		}
 	}
 	return true
-}
-
-// ownFDPath recognises /proc/self/fd/N, /proc/thread-self/fd/N and
-// /dev/fd/N: paths through which a process runs one of its own
-// descriptors. They are magic links, which lookups in the sandbox's root
-// refuse to follow, so the descriptor is opened directly.
-func ownFDPath(p string) (int32, bool) {
-	for _, prefix := range []string{"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"} {
-		if rest, ok := strings.CutPrefix(p, prefix); ok {
-			n, err := strconv.Atoi(rest)
-			if err == nil && n >= 0 {
-				return int32(n), true
-			}
-		}
-	}
-	return 0, false
 }
 
 // readErrno maps a failure to read the caller's memory to what the kernel
@@ -587,28 +590,4 @@ func classify(sd *seccompData) (execCall, error) {
 		c.path, c.argv = a[0], a[1]
 	}
 	return c, nil
-}
-
-// resolve returns the absolute path of the file the caller asked to run, as
-// far as it can be told without following symlinks: relative paths are
-// joined to the caller's cwd or to the directory behind dirfd.
-func resolve(pid int, dirfd int32, path string, flags uint64) string {
-	proc := "/proc/" + strconv.Itoa(pid)
-	if path == "" && flags&unix.AT_EMPTY_PATH != 0 {
-		target, _ := os.Readlink(proc + "/fd/" + strconv.Itoa(int(dirfd)))
-		return target
-	}
-	if filepath.IsAbs(path) {
-		return filepath.Clean(path)
-	}
-	var base string
-	if dirfd == unix.AT_FDCWD {
-		base, _ = os.Readlink(proc + "/cwd")
-	} else {
-		base, _ = os.Readlink(proc + "/fd/" + strconv.Itoa(int(dirfd)))
-	}
-	if base == "" {
-		return ""
-	}
-	return filepath.Join(base, path)
 }

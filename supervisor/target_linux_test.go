@@ -12,9 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// checkTarget is openTarget's errno, with the fd released.
+// checkTarget is what decide answers for path before the policy is asked
+// (absPath, then openTarget), with the fd released.
 func checkTarget(pid int, path string) syscall.Errno {
-	t, errno := openTarget(pid, path)
+	root, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return unix.ESRCH
+	}
+	defer unix.Close(root)
+	abs, errno := absPath(pid, root, unix.AT_FDCWD, path)
+	if errno != 0 {
+		return errno
+	}
+	t, errno := openTarget(pid, root, abs)
 	if t.fd >= 0 {
 		unix.Close(t.fd)
 	}
@@ -33,6 +43,15 @@ func TestCheckTarget(t *testing.T) {
 	require.NoError(t, os.Symlink("loop", filepath.Join(dir, "loop")))
 	require.NoError(t, os.Symlink(filepath.Join(dir, "missing"), filepath.Join(dir, "dangling")))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "subdir"), 0o755))
+
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	exeHere := filepath.Join(wd, "exe-here")
+	require.NoError(t, os.WriteFile(exeHere, []byte("#!/bin/sh\n"), 0o755))
+	t.Cleanup(func() { os.Remove(exeHere) })
+	sh, err := os.Open("/bin/sh")
+	require.NoError(t, err)
+	defer sh.Close()
 
 	self := os.Getpid()
 	tests := []struct {
@@ -53,9 +72,13 @@ func TestCheckTarget(t *testing.T) {
 		{name: "device", pid: self, path: "/dev/null", want: unix.EACCES},
 		{name: "regular file used as a directory", pid: self, path: filepath.Join(plain, "x"), want: unix.ENOTDIR},
 		{name: "symlink loop", pid: self, path: filepath.Join(dir, "loop"), want: unix.ELOOP},
-		{name: "relative path cannot be told", pid: self, path: "bin/tool", want: 0},
-		{name: "empty path cannot be told", pid: self, path: "", want: 0},
-		{name: "unknown pid cannot be told", pid: 1 << 30, path: filepath.Join(dir, "missing"), want: 0},
+		{name: "relative path from the working directory", pid: self, path: "bin/tool", want: unix.ENOENT},
+		{name: "relative path that exists", pid: self, path: "../" + filepath.Base(wd) + "/" + filepath.Base(exeHere), want: 0},
+		{name: "empty path", pid: self, path: "", want: unix.ENOENT},
+		{name: "unknown pid", pid: 1 << 30, path: filepath.Join(dir, "missing"), want: unix.ESRCH},
+		{name: "own executable through /proc/self/exe", pid: self, path: "/proc/self/exe", want: 0},
+		{name: "own descriptor through /proc/self/fd", pid: self, path: "/proc/self/fd/" + strconv.Itoa(int(sh.Fd())), want: 0},
+		{name: "after a magic link nothing is followed", pid: self, path: "/proc/self/cwd/" + filepath.Base(exeHere), want: unix.ELOOP},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +122,7 @@ func TestCheckTargetInCallersRoot(t *testing.T) {
 	assert.Equal(t, syscall.Errno(0), checkTarget(os.Getpid(), link))
 }
 
-func TestResolve(t *testing.T) {
+func TestAbsPath(t *testing.T) {
 	self := os.Getpid()
 	cwd, err := os.Getwd()
 	require.NoError(t, err)
@@ -110,26 +133,31 @@ func TestResolve(t *testing.T) {
 	f, err := os.Open("/bin/sh")
 	require.NoError(t, err)
 	defer f.Close()
-	fileTarget, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	require.NoError(t, err)
+	defer unix.Close(root)
 
 	tests := []struct {
 		name  string
 		dirfd int32
 		path  string
-		flags uint64
 		want  string
+		errno syscall.Errno
 	}{
-		{name: "absolute", dirfd: unix.AT_FDCWD, path: "/usr/bin/../bin/git", want: "/usr/bin/git"},
-		{name: "relative to cwd", dirfd: unix.AT_FDCWD, path: "./tool", want: filepath.Join(cwd, "tool")},
-		{name: "relative to dirfd", dirfd: int32(d.Fd()), path: "sub/tool", want: filepath.Join(dir, "sub/tool")},
+		// Never cleaned: "bin/.." is not "" when bin is a symlink.
+		{name: "absolute, as written", dirfd: unix.AT_FDCWD, path: "/usr/bin/../bin/git", want: "/usr/bin/../bin/git"},
+		{name: "relative to cwd", dirfd: unix.AT_FDCWD, path: "./tool", want: cwd + "/./tool"},
+		{name: "relative to dirfd", dirfd: int32(d.Fd()), path: "sub/tool", want: dir + "/sub/tool"},
 		{name: "absolute ignores dirfd", dirfd: int32(d.Fd()), path: "/bin/true", want: "/bin/true"},
-		{name: "AT_EMPTY_PATH runs the fd itself", dirfd: int32(f.Fd()), path: "", flags: unix.AT_EMPTY_PATH, want: fileTarget},
-		{name: "closed dirfd cannot be resolved", dirfd: 1 << 20, path: "tool", want: ""},
+		{name: "closed dirfd", dirfd: 1 << 20, path: "tool", errno: unix.EBADF},
+		{name: "dirfd that is not a directory", dirfd: int32(f.Fd()), path: "tool", errno: unix.ENOTDIR},
+		{name: "empty path", dirfd: unix.AT_FDCWD, path: "", errno: unix.ENOENT},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, resolve(self, tc.dirfd, tc.path, tc.flags))
+			got, errno := absPath(self, root, tc.dirfd, tc.path)
+			assert.Equal(t, tc.errno, errno)
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }

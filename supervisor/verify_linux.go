@@ -353,6 +353,14 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, pol
 	}
 	exec.Argv = splitCmdline(raw)
 	defer unix.Close(fd)
+	// The new image runs in its caller's namespaces: they must still be
+	// the sandbox's (nothing there can change them; check anyway, since
+	// every path below is read in that root).
+	root, err := t.files.sandbox.openRoot(pid)
+	if err != nil {
+		return false, exec, policy.Result{Decision: policy.Deny}
+	}
+	defer unix.Close(root)
 	id, _, err := fstatID(fd)
 	if err != nil {
 		return false, exec, policy.Result{Decision: policy.Deny}
@@ -376,7 +384,7 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, pol
 		// Ptrace-only: no notification said this was a script. The
 		// kernel's rewrite shows: argv is the #! line's interpreter (and
 		// its argument), then a file whose #! line is exactly that.
-		if script, ok := t.scriptBehind(pid, exec.Argv); ok {
+		if script, ok := t.scriptBehind(pid, root, exec.Argv); ok {
 			if r := t.pol.Decide(&script); r.Decision > res.Decision {
 				res, exec = r, script
 			}
@@ -586,22 +594,18 @@ func (t *tracer) followExec(pid int) {
 
 // scriptBehind recognises an image that the kernel started for a #! script
 // and returns the script's exec: its path as argv[0], then its arguments.
-func (t *tracer) scriptBehind(pid int, argv []string) (policy.Exec, bool) {
+func (t *tracer) scriptBehind(pid, root int, argv []string) (policy.Exec, bool) {
 	for i := 1; i <= 2 && i < len(argv); i++ {
 		cand := argv[i]
 		if cand == "" {
 			continue
 		}
-		resolved := cand
-		if !strings.HasPrefix(cand, "/") {
-			cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
-			if err != nil {
-				return policy.Exec{}, false
-			}
-			resolved = cwd + "/" + cand
+		resolved, errno := absPath(pid, root, unix.AT_FDCWD, cand)
+		if errno != 0 {
+			continue
 		}
-		tgt, errno := openTarget(pid, resolved)
-		if errno != 0 || tgt.fd < 0 {
+		tgt, errno := openTarget(pid, root, resolved)
+		if errno != 0 {
 			continue
 		}
 		interp, arg, ok := shebang(readHead(tgt.fd))
@@ -613,11 +617,8 @@ func (t *tracer) scriptBehind(pid int, argv []string) (policy.Exec, bool) {
 			unix.Close(tgt.fd)
 			continue
 		}
-		e := policy.Exec{Argv: append([]string{cand}, argv[i+1:]...), Path: cand, Resolved: resolved,
-			File: tgt.id, Known: true}
-		if tgt.path != "" {
-			e.Resolved = tgt.path
-		}
+		e := policy.Exec{Argv: append([]string{cand}, argv[i+1:]...), Path: cand, Resolved: tgt.path,
+			File: tgt.id, Known: true, Writable: tgt.writable}
 		unix.Close(tgt.fd)
 		return e, true
 	}

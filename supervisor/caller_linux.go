@@ -1,0 +1,293 @@
+package supervisor
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// errForeign is why an exec whose caller is not in the sandbox's own mount
+// namespace and root is refused: its paths would not mean what they mean in
+// the sandbox, so nothing it asks to run can be identified.
+var errForeign = errors.New("the caller is in a mount namespace or root of its own, where cordon cannot tell what a path names")
+
+// Reasons an exec is refused before the policy could judge it.
+const (
+	reasonForeign      = "built-in: the caller is in a mount namespace or root of its own, where paths mean something else"
+	reasonNoDir        = "built-in: the caller's working directory cannot be identified in the sandbox"
+	reasonUnidentified = "built-in: cannot identify the program"
+)
+
+// sandboxView is what every caller is checked against before anything it
+// names is looked up: the sandbox's mount namespace and root directory, and
+// the devices mounted writable there. Nothing inside the sandbox can create
+// or join a namespace (the filter refuses unshare, setns and clone with
+// namespace flags) or change its root (no capabilities), so all of this is
+// fixed for the sandbox's life, and a caller elsewhere is refused.
+type sandboxView struct {
+	ref int // a process in the sandbox (its init), or 0: cordon's own view
+
+	once     sync.Once
+	err      error
+	mntNS    string
+	root     [2]uint64       // device and inode of the root directory
+	devState map[uint64]bool // every device mounted in the sandbox: true when some mount of it is writable
+}
+
+func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid} }
+
+func (v *sandboxView) refProc() string {
+	if v.ref <= 0 {
+		return "/proc/self"
+	}
+	return "/proc/" + strconv.Itoa(v.ref)
+}
+
+func (v *sandboxView) init() {
+	v.once.Do(func() {
+		proc := v.refProc()
+		ns, err := os.Readlink(proc + "/ns/mnt")
+		if err != nil {
+			v.err = fmt.Errorf("reading the sandbox's mount namespace: %w", err)
+			return
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(proc+"/root", &st); err != nil {
+			v.err = fmt.Errorf("reading the sandbox's root: %w", err)
+			return
+		}
+		devs, err := readMountDevices(proc + "/mountinfo")
+		if err != nil {
+			v.err = err
+			return
+		}
+		v.mntNS, v.root, v.devState = ns, [2]uint64{st.Dev, st.Ino}, devs
+	})
+}
+
+// openRoot opens pid's root directory (O_PATH) after checking that pid is
+// in the sandbox's mount namespace and has the sandbox's root. It returns
+// errForeign when it is not.
+func (v *sandboxView) openRoot(pid int) (int, error) {
+	v.init()
+	if v.err != nil {
+		return -1, v.err
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	fd, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, err
+	}
+	// Read after the open: if pid changed namespace in between (it cannot:
+	// see sandboxView), the root opened is still compared below.
+	ns, err := os.Readlink(proc + "/ns/mnt")
+	var st unix.Stat_t
+	if err == nil {
+		err = unix.Fstat(fd, &st)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if ns != v.mntNS || st.Dev != v.root[0] || st.Ino != v.root[1] {
+		unix.Close(fd)
+		return -1, errForeign
+	}
+	return fd, nil
+}
+
+// writableDevice reports whether a file on device dev could be written from
+// inside the sandbox: some mount of that device is writable there, or the
+// device is not mounted in the sandbox at all (an overlay's layer, a memfd,
+// anything cordon cannot account for).
+func (v *sandboxView) writableDevice(dev uint64) bool {
+	v.init()
+	if v.err != nil {
+		return true
+	}
+	w, mounted := v.devState[dev]
+	return w || !mounted
+}
+
+// readMountDevices reads a mountinfo file: for every device mounted, whether
+// any of its mounts is writable.
+func readMountDevices(path string) (map[uint64]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the sandbox's mounts: %w", err)
+	}
+	defer f.Close()
+	devs := map[uint64]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		maj, min, ok := strings.Cut(fields[2], ":")
+		if !ok {
+			continue
+		}
+		ma, err1 := strconv.ParseUint(maj, 10, 32)
+		mi, err2 := strconv.ParseUint(min, 10, 32)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		dev := unix.Mkdev(uint32(ma), uint32(mi))
+		rw := !hasOption(fields[5], "ro")
+		devs[dev] = devs[dev] || rw
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the sandbox's mounts: %w", err)
+	}
+	return devs, nil
+}
+
+func hasOption(opts, want string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// callerDir returns the absolute path, in the caller's root, of the
+// directory its relative paths start from: its working directory, or the
+// directory behind dirfd. The path is read as a string and then proven to
+// name the very directory the caller holds (same device and inode when
+// opened from the caller's root), so a directory the string does not reach
+// is refused rather than guessed.
+func callerDir(pid, root int, dirfd int32) (string, syscall.Errno) {
+	link := "/proc/" + strconv.Itoa(pid) + "/cwd"
+	if dirfd != unix.AT_FDCWD {
+		link = "/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(int(dirfd))
+	}
+	held, err := unix.Open(link, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if dirfd != unix.AT_FDCWD && err == unix.ENOENT {
+			return "", unix.EBADF // no such descriptor: what the kernel says
+		}
+		return "", unix.EPERM
+	}
+	defer unix.Close(held)
+	var want unix.Stat_t
+	if unix.Fstat(held, &want) != nil {
+		return "", unix.EPERM
+	}
+	if want.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", unix.ENOTDIR
+	}
+	dir, err := os.Readlink(link)
+	if err != nil || !strings.HasPrefix(dir, "/") {
+		return "", unix.EPERM
+	}
+	fd, err := unix.Openat2(root, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return "", unix.EPERM
+	}
+	defer unix.Close(fd)
+	var got unix.Stat_t
+	if unix.Fstat(fd, &got) != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		return "", unix.EPERM
+	}
+	return dir, 0
+}
+
+// absPath returns path as an absolute path in pid's root, joined to the
+// directory it is relative to. It is not cleaned: "dir/../x" means what the
+// kernel makes of it when dir is a symlink, so the string goes to a lookup
+// that follows the kernel's rules.
+func absPath(pid, root int, dirfd int32, path string) (string, syscall.Errno) {
+	if path == "" {
+		return "", unix.ENOENT // what execve says; AT_EMPTY_PATH is handled before
+	}
+	if strings.HasPrefix(path, "/") {
+		return path, 0
+	}
+	dir, errno := callerDir(pid, root, dirfd)
+	if errno != 0 {
+		return "", errno
+	}
+	if dir == "/" {
+		return "/" + path, 0
+	}
+	return dir + "/" + path, 0
+}
+
+// selfPath rewrites the paths through which a process names itself —
+// /proc/self/..., /proc/thread-self/... and /dev/fd/N (when /dev/fd is the
+// usual link to /proc/self/fd) — to the caller's own /proc/PID/... in the
+// sandbox's proc: looked up by cordon, "self" would be cordon. ok is false
+// when p is not such a path.
+func selfPath(pid, root int, p string) (string, bool) {
+	var rest string
+	thread := false
+	switch {
+	case p == "/proc/self" || strings.HasPrefix(p, "/proc/self/"):
+		rest = p[len("/proc/self"):]
+	case p == "/proc/thread-self" || strings.HasPrefix(p, "/proc/thread-self/"):
+		rest, thread = p[len("/proc/thread-self"):], true
+	case strings.HasPrefix(p, "/dev/fd/"):
+		buf := make([]byte, 64)
+		n, err := unix.Readlinkat(root, "dev/fd", buf)
+		if err != nil || string(buf[:n]) != "/proc/self/fd" {
+			return "", false
+		}
+		rest = "/fd/" + p[len("/dev/fd/"):]
+	default:
+		return "", false
+	}
+	tgid, tid, ok := nsPids(pid)
+	if !ok {
+		return "", false
+	}
+	if thread {
+		return "/proc/" + strconv.Itoa(tgid) + "/task/" + strconv.Itoa(tid) + rest, true
+	}
+	return "/proc/" + strconv.Itoa(tgid) + rest, true
+}
+
+// nsPids returns the thread group id and thread id of host task tid in its
+// own (innermost) pid namespace: the last fields of NStgid and NSpid.
+func nsPids(tid int) (int, int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	last := func(v string) int {
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return -1
+		}
+		n, err := strconv.Atoi(f[len(f)-1])
+		if err != nil {
+			return -1
+		}
+		return n
+	}
+	tgid, id := -1, -1
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "NStgid":
+			tgid = last(v)
+		case "NSpid":
+			id = last(v)
+		}
+	}
+	return tgid, id, tgid > 0 && id > 0
+}
