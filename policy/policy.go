@@ -395,7 +395,7 @@ func (p *Policy) Rules() []Rule {
 // Files.Lookup: the program names its rules refer to (bare names, possibly
 // with glob metacharacters), the absolute paths and path globs its rules
 // refer to, the dynamic loader locations (so a renamed loader is still
-// unwrapped) and the multi-call binaries busybox and toybox. The supervisor
+// unwrapped) and the multi-call programs (busybox, toybox, systemctl). The supervisor
 // can resolve these once up front and keep the results cached.
 func (p *Policy) Programs() []string {
 	seen := map[string]bool{}
@@ -412,8 +412,8 @@ func (p *Policy) Programs() []string {
 	for _, s := range loaderPaths {
 		add(s)
 	}
-	for _, s := range multiCall {
-		add(s)
+	for _, m := range multiCall {
+		add(m.name)
 	}
 	sort.Strings(out)
 	return out
@@ -432,6 +432,9 @@ func (p *Policy) Decide(e *Exec) Result {
 	}
 	d := decider{p: p, top: e, best: rankNone}
 	d.exec(e, 0)
+	if d.deep {
+		return Result{Decision: Deny, Rule: &UnwrapRule}
+	}
 	if d.best == rankNone {
 		return Result{Decision: p.def}
 	}
