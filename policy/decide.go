@@ -2,9 +2,20 @@ package policy
 
 import "strings"
 
-// maxUnwrap bounds how many wrappers (loader, multi-call binary, python -m)
-// Decide looks through for one exec: ld.so ld.so ld.so ... ends there.
+// maxUnwrap bounds how many wrappers (loader, multi-call program, python -m)
+// Decide looks through for one exec: ld.so ld.so ld.so ... ends there, and
+// an exec that nests more is denied (UnwrapRule): what it runs is unknown.
 const maxUnwrap = 8
+
+// UnwrapRule is the rule a Decide result names when an exec nests more
+// wrappers than Decide looks through. It is not a rule of the policy: no
+// rule, default or override lifts it.
+var UnwrapRule = Rule{
+	Decision: Deny,
+	Pattern:  "too many wrapper levels",
+	Message:  "more than 8 dynamic loaders, multi-call programs or python -m nested in one exec",
+	Source:   "builtin",
+}
 
 // decider holds the state of one Decide call. It lives on the stack.
 type decider struct {
@@ -16,7 +27,8 @@ type decider struct {
 	// denyOnly restricts matching to deny and ask rules while set.
 	denyOnly bool
 	// forced, when set, is a built-in rule that denies whatever the rules
-	// say: something the exec runs could not be decided (fail closed).
+	// say: something the exec runs could not be decided (fail closed), or
+	// it nests more than maxUnwrap wrappers.
 	forced *Rule
 	// sum caches the digest of top's file: 0 not computed, 1 ok, 2 failed.
 	sumState uint8
@@ -32,69 +44,145 @@ func (d *decider) better(r rank, i int32) bool {
 	return r > d.best || (r == d.best && i < d.rule)
 }
 
+// tooDeep reports, and records, that a wrapper at depth would be one level
+// more than Decide looks through.
+func (d *decider) tooDeep(depth int) bool {
+	if depth >= maxUnwrap {
+		d.forced = &UnwrapRule
+		return true
+	}
+	return false
+}
+
 // exec decides e, which is top or something top turned out to run.
 func (d *decider) exec(e *Exec, depth int) {
 	prog := cleanAbs(e.Program())
 	base := baseName(prog)
 	identity := e == d.top && d.p.files != nil && e.Known
 
-	if depth < maxUnwrap {
-		if isLoaderName(base) || (identity && d.sameAsAny(loaderPaths)) {
-			// Rules naming the loader itself still apply.
-			d.named(base, prog, e.Argv)
-			if i := loaderTarget(e.Argv); i > 0 {
-				target := e.Argv[i]
-				sub := &Exec{Argv: e.Argv[i:], Path: target, Resolved: target}
-				if r, ok := d.p.files.(Resolver); ok && identity {
-					got, ok := r.Resolve(target)
-					if !ok {
-						d.forced = &LoaderRule
-						return
-					}
-					if d.p.denyWritable && got.Writable {
-						d.forced = &WritableRule
-						return
-					}
-					sub.File, sub.Known, sub.Resolved, sub.Writable = got.File, got.Known, got.Resolved, got.Writable
-				}
-				if sub.Known {
-					// The loaded program is what really runs: decide it by
-					// identity too, as the top exec for the rest of the walk.
-					top, state, sum := d.top, d.sumState, d.sum
-					d.top, d.sumState = sub, 0
-					d.exec(sub, depth+1)
-					d.top, d.sumState, d.sum = top, state, sum
-				} else {
-					d.exec(sub, depth+1)
-				}
-			}
+	if isLoaderName(base) || (identity && d.sameAsAny(loaderPaths)) {
+		if d.tooDeep(depth) {
 			return
 		}
-		if multiCallName(base) != "" || (identity && d.sameAsAny(multiCall)) {
-			d.named(base, prog, e.Argv)
-			if applet, argv := multiCallApplet(e.Argv); applet != "" {
-				d.exec(&Exec{Argv: argv, Path: applet}, depth+1)
+		// Rules naming the loader itself still apply.
+		d.named(base, prog, e.Argv)
+		if i := loaderTarget(e.Argv); i > 0 {
+			target := e.Argv[i]
+			argv := e.Argv[i:]
+			if a0 := loaderArgv0(e.Argv[:i]); a0 != "" {
+				argv = append([]string{a0}, e.Argv[i+1:]...)
 			}
+			sub := &Exec{Argv: argv, Path: target, Resolved: target}
+			if r, ok := d.p.files.(Resolver); ok && identity {
+				got, ok := r.Resolve(target)
+				if !ok {
+					d.forced = &LoaderRule
+					return
+				}
+				if d.p.denyWritable && got.Writable {
+					d.forced = &WritableRule
+					return
+				}
+				sub.File, sub.Known, sub.Resolved, sub.Writable = got.File, got.Known, got.Resolved, got.Writable
+			}
+			if sub.Known {
+				// The loaded program is what really runs: decide it by
+				// identity too, as the top exec for the rest of the walk.
+				top, state, sum := d.top, d.sumState, d.sum
+				d.top, d.sumState = sub, 0
+				d.exec(sub, depth+1)
+				d.top, d.sumState, d.sum = top, state, sum
+			} else {
+				d.exec(sub, depth+1)
+			}
+		}
+		return
+	}
+	if mc, proven := d.multiCallOf(base, identity); mc != nil {
+		if d.tooDeep(depth) {
 			return
 		}
+		d.multiCall(e, mc, proven, base, prog, identity, depth)
+		return
 	}
 	d.named(base, prog, e.Argv)
-	d.calledAs(e, base, prog)
-	if depth < maxUnwrap && isPython(base) {
+	d.calledAs(e, base, prog, false)
+	if isPython(base) {
 		if mod, argv := pythonModule(e.Argv); mod != "" {
+			if d.tooDeep(depth) {
+				return
+			}
 			d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
 		}
 	}
 	if identity && d.best < rankOverride {
-		d.identify(base, e.Argv)
+		d.identify(base, e.Argv, nil)
 	}
+}
+
+// multiCallOf returns the multi-call program e's file is, and whether that
+// is proven. By name alone (no file identity) the name is all there is, and
+// counts as proof; with identity, only the same file as, or a copy of, the
+// program on the sandbox's PATH is proven: a file merely named busybox or
+// systemctl may be anything.
+func (d *decider) multiCallOf(base string, identity bool) (*multiCallProg, bool) {
+	mc := multiCallNamed(base)
+	if !identity {
+		return mc, mc != nil
+	}
+	if mc != nil {
+		return mc, d.same(mc.name)
+	}
+	for i := range multiCall {
+		if d.same(multiCall[i].name) {
+			return &multiCall[i], true
+		}
+	}
+	return nil, false
+}
+
+// multiCall decides e, whose file is the multi-call program mc: as what the
+// name it was started as says. argv[0] is trusted only here, and only when
+// the file is proven to be mc, since then argv[0] is what chooses the
+// program; every other name still counts for deny and ask rules:
+//   - started as an applet, the applet is decided fully; rules naming the
+//     file (its name, its path, its identity as mc) and the path it was
+//     called by may only deny or ask;
+//   - started as itself (systemctl --version, busybox --list), its own
+//     rules decide, and no applet's: reboot being a symlink to systemctl
+//     does not make every systemctl reboot.
+//
+// A file that is not proven to be mc is decided as the program it is, with
+// the applet argv[0] names as a deny-only extra.
+func (d *decider) multiCall(e *Exec, mc *multiCallProg, proven bool, base, prog string, identity bool, depth int) {
+	applet, argv, self := mc.applet(e.Argv)
+	was := d.denyOnly
+	if !self && proven {
+		d.denyOnly = true
+	}
+	d.named(base, prog, e.Argv)
+	d.calledAs(e, base, prog, true)
+	if identity && d.best < rankOverride {
+		if proven {
+			d.identify(base, e.Argv, mc)
+		} else {
+			d.identify(base, e.Argv, nil)
+		}
+	}
+	d.denyOnly = was || self || !proven
+	if applet != "" {
+		d.exec(&Exec{Argv: argv, Path: applet}, depth+1)
+	}
+	d.denyOnly = was
 }
 
 // calledAs runs the deny and ask rules that name the path the exec was
 // called by, when it differs from the resolved one: a symlink python3 to
 // python3.12 still meets "deny: python3 -c". Allow rules never match this
-// way: whoever made the symlink chose its name.
-func (d *decider) calledAs(e *Exec, base, prog string) {
+// way: whoever made the symlink chose its name. For a multi-call program
+// the name is also tried as it would pick an applet, without a leading
+// dash (a symlink -reboot to busybox).
+func (d *decider) calledAs(e *Exec, base, prog string, multi bool) {
 	if e.Path == "" {
 		return
 	}
@@ -102,12 +190,17 @@ func (d *decider) calledAs(e *Exec, base, prog string) {
 	if called == prog {
 		return
 	}
+	was := d.denyOnly
 	d.denyOnly = true
-	if cb := baseName(called); cb != base {
+	cb := baseName(called)
+	if cb != base {
 		d.byBase(cb, e.Argv)
 	}
+	if a := startedAs(cb); multi && a != cb && a != base {
+		d.byBase(a, e.Argv)
+	}
 	d.byPath(called, e.Argv)
-	d.denyOnly = false
+	d.denyOnly = was
 }
 
 // named runs the rules that name the program by base name or path.
@@ -152,8 +245,11 @@ func (d *decider) byPath(prog string, argv []string) {
 
 // identify runs the rules of every program the executable is the same file
 // as, or a copy of. A program is looked up only if one of its rules could
-// change the decision.
-func (d *decider) identify(base string, argv []string) {
+// change the decision. For a file proven to be the multi-call program mc,
+// only rules naming mc itself count: other names that are the same file
+// (reboot, a symlink to systemctl) are its applets, decided by the name it
+// was started as, not by what it is.
+func (d *decider) identify(base string, argv []string, mc *multiCallProg) {
 	for i := range d.p.ident {
 		e := &d.p.ident[i]
 		if e.name == base || e.max <= d.best {
@@ -161,6 +257,9 @@ func (d *decider) identify(base string, argv []string) {
 		}
 		if d.best == rankNone && e.max == rankAllow && d.p.def == Allow {
 			continue // it could only restate the default
+		}
+		if mc != nil && !mc.own(baseName(e.name)) {
+			continue
 		}
 		if d.same(e.name) {
 			d.run(e.matchers, argv)

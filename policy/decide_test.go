@@ -310,7 +310,7 @@ func TestIdentity(t *testing.T) {
 func TestPrograms(t *testing.T) {
 	p := compileRules(t, Allow, "deny git push", "deny {docker,podman} run", "deny mkfs.*", "deny /opt/x/tool", "deny pip install", "deny * --evil")
 	got := p.Programs()
-	for _, want := range []string{"git", "docker", "podman", "mkfs.*", "/opt/x/tool", "pip", "pip3", "busybox", "toybox", "/lib*/ld-*.so*"} {
+	for _, want := range []string{"git", "docker", "podman", "mkfs.*", "/opt/x/tool", "pip", "pip3", "busybox", "toybox", "systemctl", "/lib*/ld-*.so*"} {
 		assert.Contains(t, got, want)
 	}
 	assert.NotContains(t, got, "*")

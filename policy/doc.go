@@ -54,9 +54,15 @@
 // # Programs that run other programs
 //
 // A dynamic loader run as a program (ld-linux-x86-64.so.2 PROG ARGS, with
-// or without loader options) is decided as PROG with ARGS. A multi-call
-// binary (busybox, toybox) is decided as the applet argv[0] names, since
-// that is what it runs. "python -m MOD" is also decided as MOD. Git's
+// or without loader options) is decided as PROG with ARGS (and the argv[0]
+// its --argv0 gives). A multi-call program (busybox, toybox, and systemctl
+// started as reboot, poweroff, halt, shutdown, telinit or runlevel) is
+// decided as the applet argv[0] names, without a leading dash, since that
+// is what it runs; this is the one place argv[0] counts, and only for a
+// file proven to be that program. Rules for its other names (reboot is a
+// symlink to systemctl) do not follow its identity to every call of it.
+// "python -m MOD" is also decided as MOD. An exec that nests more than
+// eight such wrappers is denied (UnwrapRule). Git's
 // git-NAME argv[0] dispatch and aliases given with -c alias.NAME=... are
 // expanded.
 package policy

@@ -405,7 +405,7 @@ func (p *Policy) Rules() []Rule {
 // Files.Lookup: the program names its rules refer to (bare names, possibly
 // with glob metacharacters), the absolute paths and path globs its rules
 // refer to, the dynamic loader locations (so a renamed loader is still
-// unwrapped) and the multi-call binaries busybox and toybox. The supervisor
+// unwrapped) and the multi-call programs (busybox, toybox, systemctl). The supervisor
 // can resolve these once up front and keep the results cached.
 func (p *Policy) Programs() []string {
 	seen := map[string]bool{}
@@ -422,8 +422,8 @@ func (p *Policy) Programs() []string {
 	for _, s := range loaderPaths {
 		add(s)
 	}
-	for _, s := range multiCall {
-		add(s)
+	for _, m := range multiCall {
+		add(m.name)
 	}
 	sort.Strings(out)
 	return out

@@ -4,7 +4,7 @@ import "strings"
 
 // This file holds the programs whose argv does not say, in the usual way,
 // which program runs: dynamic loaders run the program named in their
-// arguments, multi-call binaries run the applet named by argv[0], python -m
+// arguments, multi-call programs run the applet named by argv[0], python -m
 // runs a module in-process, and git dispatches on argv[0] and on aliases
 // defined with -c.
 
@@ -55,36 +55,110 @@ func loaderTarget(argv []string) int {
 	return 0
 }
 
-// multiCall lists multi-call binaries: one file that runs the applet named
-// by argv[0], or by argv[1] when argv[0] is the binary's own name.
-var multiCall = []string{"busybox", "toybox"}
-
-// multiCallName returns the multi-call binary base is, or "". Like busybox
-// itself, any name starting with "busybox" counts (busybox.static).
-func multiCallName(base string) string {
-	for _, mc := range multiCall {
-		if strings.HasPrefix(base, mc) {
-			return mc
+// loaderArgv0 returns the value of the last --argv0 option among opts, the
+// loader's options before its program, or "": the argv[0] the program sees,
+// which decides what a multi-call program runs.
+func loaderArgv0(opts []string) string {
+	a0 := ""
+	for i := 1; i < len(opts); i++ {
+		switch s := opts[i]; {
+		case s == "--argv0" && i+1 < len(opts):
+			a0 = opts[i+1]
+			i++
+		case strings.HasPrefix(s, "--argv0="):
+			a0 = s[len("--argv0="):]
+		case loaderValueOpts[s]:
+			i++
 		}
 	}
-	return ""
+	return a0
 }
 
-// multiCallApplet returns the applet a multi-call binary runs and the argv
-// the applet sees. For a multi-call binary argv[0] does choose the program:
-// busybox with argv[0] "ls" is ls, whatever the file is called.
-func multiCallApplet(argv []string) (string, []string) {
-	if len(argv) == 0 {
-		return "", nil
+// multiCallProg is a program whose behaviour depends on the name it was
+// started as: one file that is several programs, chosen by argv[0].
+type multiCallProg struct {
+	// name is the program's own name, as passed to Files.Lookup.
+	name string
+	// applets lists the names that make it another program, in the order
+	// it tests them, each matched as a substring of argv[0]'s base name (as
+	// systemd's invoked_as does). Nil means every name other than its own
+	// is an applet, matched exactly (busybox, toybox); started under its own
+	// name, such a program runs the applet argv[1] names.
+	applets []string
+}
+
+// multiCall lists the multi-call programs Decide knows. systemctl is
+// halt, poweroff, reboot, shutdown, telinit and runlevel when started
+// under one of those names (systemd installs them as symlinks to it); it
+// tests "init" before "telinit", and both mean telinit.
+var multiCall = []multiCallProg{
+	{name: "busybox"},
+	{name: "toybox"},
+	{name: "systemctl", applets: []string{"halt", "poweroff", "reboot", "shutdown", "init", "telinit", "runlevel"}},
+}
+
+// own reports whether base is m's own name. Like busybox itself, any name
+// starting with "busybox" counts (busybox.static).
+func (m *multiCallProg) own(base string) bool {
+	if m.applets == nil {
+		return strings.HasPrefix(base, m.name)
 	}
-	a0 := baseName(argv[0])
-	if multiCallName(a0) == "" && a0 != "" {
-		return a0, argv
+	return base == m.name
+}
+
+// multiCallNamed returns the multi-call program base names, or nil.
+func multiCallNamed(base string) *multiCallProg {
+	for i := range multiCall {
+		if multiCall[i].own(base) {
+			return &multiCall[i]
+		}
+	}
+	return nil
+}
+
+// startedAs returns the name a program started with argv0 looks itself up
+// by: the base name without the leading '-' that marks a login shell
+// (argv[0] "-sh"). busybox strips the dash before taking the base name; the
+// dash is stripped after it too, which can only name an applet busybox
+// would not find.
+func startedAs(argv0 string) string {
+	return strings.TrimPrefix(baseName(strings.TrimPrefix(argv0, "-")), "-")
+}
+
+// applet returns the program m runs when started with argv, the argv that
+// program sees, and whether m runs as itself. Started under its own name,
+// busybox runs the applet argv[1] names, unless argv[1] is one of its own
+// options (--help, --list): then it runs as itself, and the applet
+// returned is only a guess for deny rules (busybox --help reboot).
+func (m *multiCallProg) applet(argv []string) (applet string, rest []string, self bool) {
+	if len(argv) == 0 {
+		return "", nil, true
+	}
+	a0 := startedAs(argv[0])
+	if m.applets != nil {
+		for _, a := range m.applets {
+			if strings.Contains(a0, a) {
+				return a, argv, false
+			}
+		}
+		return "", nil, true
+	}
+	if a0 != "" && !m.own(a0) {
+		return a0, argv, false
 	}
 	if len(argv) < 2 {
-		return "", nil
+		return "", nil, true
 	}
-	return baseName(argv[1]), argv[1:]
+	if strings.HasPrefix(argv[1], "-") {
+		// Its own options (--help APPLET, --list), or a name it will not
+		// find (-reboot): a guess, for deny rules only.
+		if strings.HasPrefix(argv[1], "--") && len(argv) > 2 {
+			return startedAs(argv[2]), argv[2:], true
+		}
+		return startedAs(argv[1]), argv[1:], true
+	}
+	// busybox APPLET ARGS...; "busybox /bin/ls" works too.
+	return baseName(argv[1]), argv[1:], false
 }
 
 // isPython reports whether base names a Python interpreter: python,

@@ -16,6 +16,8 @@ if [ "${1:-}" = "--test" ]; then
 	# The daemon's README examples pipe through jq.
 	command -v jq >/dev/null 2>&1 || need+=(jq)
 	command -v setsid >/dev/null 2>&1 || need+=(util-linux)
+	# Multi-call binaries: applets by argv[0], nesting, login-shell dashes.
+	command -v busybox >/dev/null 2>&1 || need+=(busybox)
 fi
 if [ "${1:-}" = "--bench" ]; then
 	# make bench cross-checks start-up times with hyperfine.
