@@ -122,8 +122,15 @@ static void flipLoop(volatile uint64_t *w) {
 	double deadline = now() + 5;
 	ctl->started = 1;
 	for (unsigned i = 1;; i++) {
+		// Hold each value about as long as the other: back-to-back stores
+		// leave the second in place nearly all the time on some CPUs, and
+		// the race then never sees the allowed value.
 		__atomic_store_n(w, va, __ATOMIC_RELAXED);
+		for (volatile int j = 0; j < 64; j++)
+			;
 		__atomic_store_n(w, b, __ATOMIC_RELAXED);
+		for (volatile int j = 0; j < 64; j++)
+			;
 		if ((i & 0xffff) == 0 && now() > deadline)
 			return;
 	}
