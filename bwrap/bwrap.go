@@ -61,6 +61,14 @@ type Spec struct {
 	// Unix socket on a read-only mount is still connectable). Each path must
 	// exist.
 	Hide, HideFiles []string
+	// Protect lists existing files and directories the sandbox must not
+	// change, remove or replace although a writable bind holds them (the
+	// policy files the next run would load, the trust store). Each is bound
+	// read-only onto itself, and every directory between it and the
+	// writable bind that holds it is bound onto itself, writable as before:
+	// a mount point cannot be renamed or removed, so no parent can be moved
+	// aside and replaced either. Paths no writable bind holds are left out.
+	Protect []string
 	// Privileged means bwrap runs as root. bwrap then keeps the caller's
 	// capabilities in the sandbox unless told otherwise, which would let
 	// the command remount, trace or escape; Args drops them all.
@@ -102,6 +110,7 @@ func (s *Spec) Args() ([]string, error) {
 	for _, p := range s.RO {
 		binds = append(binds, bind{"--ro-bind", p})
 	}
+	binds = protect(binds, s.Protect)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
 	for _, b := range binds {
 		a = append(a, b.op, b.path, b.path)
@@ -134,6 +143,43 @@ func (s *Spec) Args() ([]string, error) {
 }
 
 type bind struct{ op, path string }
+
+// protect appends to binds what Spec.Protect asks for: for each path that
+// a writable bind holds (the deepest bind containing it decides, the last
+// of equal ones, as mounts do), a writable self-bind of every directory
+// between that bind and the path, then a read-only bind of the path. The
+// caller sorts by depth, so each pin lands before anything below it.
+func protect(binds []bind, paths []string) []bind {
+	pinned := make(map[string]bool)
+	n := len(binds)
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		holder := -1
+		for i, b := range binds[:n] {
+			bp := filepath.Clean(b.path)
+			if (p == bp || strings.HasPrefix(p, strings.TrimSuffix(bp, "/")+"/")) &&
+				(holder < 0 || b.depth() >= binds[holder].depth()) {
+				holder = i
+			}
+		}
+		if holder < 0 || binds[holder].op != "--bind" {
+			continue
+		}
+		root := filepath.Clean(binds[holder].path)
+		var pins []string
+		for d := filepath.Dir(p); d != root && len(d) > len(root); d = filepath.Dir(d) {
+			pins = append(pins, d)
+		}
+		for _, d := range pins {
+			if !pinned[d] {
+				pinned[d] = true
+				binds = append(binds, bind{"--bind", d})
+			}
+		}
+		binds = append(binds, bind{"--ro-bind", p})
+	}
+	return binds
+}
 
 func (b bind) depth() int {
 	return strings.Count(strings.TrimSuffix(filepath.Clean(b.path), "/"), "/")

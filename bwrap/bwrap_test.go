@@ -266,3 +266,33 @@ func TestDescribe(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecArgsProtect: a protected path inside a writable bind is bound
+// read-only after every bind above it, with each directory in between
+// pinned (a mount point cannot be renamed away); one no writable bind
+// holds is left out.
+func TestSpecArgsProtect(t *testing.T) {
+	s := Spec{Dir: "/w", RO: []string{"/w/a/ro", "/r"}, Command: []string{"x"},
+		Protect: []string{"/w/a/b/cordon.yaml", "/etc/cordon.yaml", "/w/cordon.yaml", "/r/cordon.yaml", "/w/a/b/.cordon.yaml"}}
+	args, err := s.Args()
+	require.NoError(t, err)
+	var binds []string
+	for i := 0; i+2 < len(args); i++ {
+		if args[i] == "--bind" || args[i] == "--ro-bind" {
+			require.Equal(t, args[i+1], args[i+2])
+			binds = append(binds, args[i]+" "+args[i+1])
+			i += 2
+		}
+	}
+	assert.Equal(t, []string{
+		"--ro-bind /",
+		"--bind /w",
+		"--ro-bind /r",
+		"--bind /w/a",
+		"--ro-bind /w/cordon.yaml",
+		"--ro-bind /w/a/ro",
+		"--bind /w/a/b",
+		"--ro-bind /w/a/b/cordon.yaml",
+		"--ro-bind /w/a/b/.cordon.yaml",
+	}, binds)
+}

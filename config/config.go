@@ -42,6 +42,13 @@ type Options struct {
 	// ConfigHome is $XDG_CONFIG_HOME; a relative value is ignored, as the
 	// XDG Base Directory specification says.
 	ConfigHome string
+	// StateHome is $XDG_STATE_HOME (default ~/.local/state), where the
+	// trust store lives; a relative value is ignored.
+	StateHome string
+	// AllowUntrusted loads a discovered file the user has not trusted
+	// (Loaded.Trusted says so) instead of failing with *UntrustedError:
+	// for tools that show a policy without running anything.
+	AllowUntrusted bool
 }
 
 // Loaded is a policy file and where it came from.
@@ -54,6 +61,12 @@ type Loaded struct {
 	File *policy.File
 	// Searched lists every path looked at, in order, for --debug.
 	Searched []string
+	// Trusted is true for a file named with --policy, the built-in default
+	// and a discovered file whose content the trust store records at its
+	// path.
+	Trusted bool
+	// Sum is the loaded file's SHA-256 (hex), or "".
+	Sum string
 	// Warnings are discovery problems (files skipped) followed by the
 	// file's own warnings.
 	Warnings []string
@@ -78,30 +91,72 @@ func Builtin() *policy.File {
 		Config: policy.Config{Default: policy.Allow, Builtins: true}}
 }
 
+// Candidate is a file discovery considers.
+type Candidate struct {
+	Path   string
+	Origin Origin // OriginProject or OriginUser
+}
+
+// Candidates returns every file discovery considers from opts.Dir, in
+// order of preference: cordon.yaml and .cordon.yaml in the directory and
+// each parent up to where the walk stops (after the repository root, the
+// first directory with a .git entry; after $HOME; at /), then the user's
+// policy.yaml. Load takes the first usable one (the nearest directory
+// with a file wins); the runner binds every existing one read-only into a
+// sandbox whose writable binds hold it. One list, so the two cannot
+// disagree.
+func Candidates(opts Options) ([]Candidate, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	return opts.candidates(), nil
+}
+
+func (o *Options) candidates() []Candidate {
+	var out []Candidate
+	for dir := o.Dir; ; {
+		for _, name := range ProjectNames {
+			out = append(out, Candidate{Path: filepath.Join(dir, name), Origin: OriginProject})
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil || dir == o.Home {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	if o.ConfigHome != "" {
+		out = append(out, Candidate{Path: filepath.Join(o.ConfigHome, "cordon", "policy.yaml"), Origin: OriginUser})
+	}
+	return out
+}
+
 // Load finds and parses the policy opts point to. A missing --policy file
 // is an error (wrapping fs.ErrNotExist); so is a file that does not parse.
+// A discovered file must be trusted (TrustStore): otherwise Load returns
+// the Loaded so far (Path, Origin, Sum; no File) and an *UntrustedError,
+// unless opts.AllowUntrusted.
 func Load(opts Options) (*Loaded, error) {
 	if opts.PolicyFile != "" {
-		l := &Loaded{Origin: OriginFlag, Path: opts.PolicyFile, Searched: []string{opts.PolicyFile}}
-		return l, l.read(opts.PolicyFile)
+		l := &Loaded{Origin: OriginFlag, Path: opts.PolicyFile, Searched: []string{opts.PolicyFile}, Trusted: true}
+		data, err := os.ReadFile(opts.PolicyFile)
+		if err != nil {
+			return l, fmt.Errorf("reading policy: %w", err)
+		}
+		l.Sum = Sum(data)
+		return l, l.parse(opts.PolicyFile, data)
 	}
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
 	l := &Loaded{}
-	if p := l.findProject(opts); p != "" {
-		l.Origin, l.Path = OriginProject, p
-		return l, l.read(p)
+	if c, ok := l.find(opts.candidates()); ok {
+		l.Origin, l.Path = c.Origin, c.Path
+		return l, l.readTrusted(opts)
 	}
-	if opts.ConfigHome != "" {
-		p := filepath.Join(opts.ConfigHome, "cordon", "policy.yaml")
-		l.Searched = append(l.Searched, p)
-		if l.usable(p) {
-			l.Origin, l.Path = OriginUser, p
-			return l, l.read(p)
-		}
-	}
-	l.Origin, l.File = OriginBuiltin, Builtin()
+	l.Origin, l.File, l.Trusted = OriginBuiltin, Builtin(), true
 	return l, nil
 }
 
@@ -136,39 +191,38 @@ func (o *Options) fill() error {
 			o.ConfigHome = filepath.Join(o.Home, ".config")
 		}
 	}
+	if o.StateHome == "" {
+		o.StateHome = os.Getenv("XDG_STATE_HOME")
+	}
+	if !filepath.IsAbs(o.StateHome) {
+		o.StateHome = ""
+		if o.Home != "" {
+			o.StateHome = filepath.Join(o.Home, ".local", "state")
+		}
+	}
 	return nil
 }
 
-// findProject walks from opts.Dir up and returns the first project policy
-// file, or "". The walk stops after the repository root (a directory with
-// a .git entry, file or directory), after $HOME, or at /.
-func (l *Loaded) findProject(opts Options) string {
-	for dir := opts.Dir; ; {
-		found := ""
-		for _, name := range ProjectNames {
-			p := filepath.Join(dir, name)
-			l.Searched = append(l.Searched, p)
-			if !l.usable(p) {
-				continue
-			}
-			if found != "" {
-				l.Warnings = append(l.Warnings, fmt.Sprintf("%s ignored: %s takes precedence", p, found))
-				continue
-			}
-			found = p
+// find returns the first usable candidate. The candidates of the
+// directory it is in are all looked at, so a second one there is reported
+// as ignored; nothing further is.
+func (l *Loaded) find(cands []Candidate) (Candidate, bool) {
+	var found Candidate
+	for _, c := range cands {
+		if found.Path != "" && (c.Origin != found.Origin || filepath.Dir(c.Path) != filepath.Dir(found.Path)) {
+			break
 		}
-		if found != "" {
-			return found
+		l.Searched = append(l.Searched, c.Path)
+		if !l.usable(c.Path) {
+			continue
 		}
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil || dir == opts.Home {
-			return ""
+		if found.Path != "" {
+			l.Warnings = append(l.Warnings, fmt.Sprintf("%s ignored: %s takes precedence", c.Path, found.Path))
+			continue
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
+		found = c
 	}
+	return found, found.Path != ""
 }
 
 // usable reports whether p is a regular file that may be used as a policy,
@@ -192,12 +246,26 @@ func (l *Loaded) usable(p string) bool {
 	return true
 }
 
-// read parses the file at p into l.
-func (l *Loaded) read(p string) error {
-	data, err := os.ReadFile(p)
+// readTrusted reads the discovered file l.Path once, checks its content
+// against the trust store and parses that same content (no window for the
+// file to change between the check and the parse).
+func (l *Loaded) readTrusted(opts Options) error {
+	data, err := os.ReadFile(l.Path)
 	if err != nil {
 		return fmt.Errorf("reading policy: %w", err)
 	}
+	l.Sum = Sum(data)
+	if l.Trusted, err = opts.trustStore().Trusted(l.Path, l.Sum); err != nil {
+		return err
+	}
+	if !l.Trusted && !opts.AllowUntrusted {
+		return &UntrustedError{Path: l.Path, Origin: l.Origin, Sum: l.Sum}
+	}
+	return l.parse(l.Path, data)
+}
+
+// parse parses data, the content of the file at p, into l.
+func (l *Loaded) parse(p string, data []byte) error {
 	f, err := policy.Parse(p, data)
 	if err != nil {
 		return err

@@ -14,10 +14,31 @@ import (
 
 const denyPush = "rules:\n  - deny: git push\n"
 
+// TestMain points XDG_STATE_HOME at a private directory: the tests' trust
+// store, never the user's.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cordon-config-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_STATE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// write writes a file. A policy file it writes is trusted, as after
+// "cordon policy trust": these tests are about discovery.
 func write(t *testing.T, path, data string) string {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
+	switch filepath.Base(path) {
+	case "cordon.yaml", ".cordon.yaml", "policy.yaml":
+		s, err := TrustStoreFor(Options{})
+		require.NoError(t, err)
+		require.NoError(t, s.Trust(path, Sum([]byte(data))))
+	}
 	return path
 }
 

@@ -113,9 +113,8 @@ func Serve(ctx context.Context, o ServeOptions) (err error) {
 
 	mo := o.Manager
 	mo.Dir = "/"
-	if mo.Env == nil {
-		mo.Env = sandboxEnv(os.Environ())
-	}
+	// The sandboxes' environment is the daemon's (mo.Env, else
+	// os.Environ()); the runner strips CORDON_* from every workload's.
 	// The sandboxes must not reach this daemon: its directory (socket,
 	// token) is hidden, and so is an explicit socket elsewhere.
 	mo.Hide, mo.HideFiles = HidePaths()
@@ -320,18 +319,6 @@ func newToken() (string, error) {
 		return "", fmt.Errorf("making a token: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
-}
-
-// sandboxEnv is the sandboxes' default environment: the daemon's, without
-// cordon's own variables (CORDON_HOST, CORDON_TOKEN...).
-func sandboxEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "CORDON_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func containsString(list []string, s string) bool {

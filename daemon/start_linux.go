@@ -45,7 +45,8 @@ type StartOptions struct {
 	// Args are extra flags for "cordon serve" (--listen, --socket...).
 	Args []string
 	// Env is the daemon's environment (default: os.Environ()). It becomes
-	// the default environment of its sandboxes, minus CORDON_*.
+	// the default environment of its sandboxes; no workload sees CORDON_*
+	// (runner.WorkloadEnv).
 	Env []string
 	// Timeout bounds the wait for readiness (default 20s).
 	Timeout time.Duration

@@ -49,8 +49,10 @@ const teardownBound = 2 * time.Second
 // Options describes one run.
 type Options struct {
 	Argv []string
-	Env  []string
-	Dir  string
+	// Env is the command's environment, less cordon's own variables
+	// (WorkloadEnv).
+	Env []string
+	Dir string
 
 	Policy *policy.Policy
 	// Ask answers decisions of kind ask (deny wins when it is nil). It is
@@ -147,7 +149,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	}
 	if err := conn.send(configMsg{
 		Argv:     l.o.Argv,
-		Env:      l.o.Env,
+		Env:      WorkloadEnv(l.o.Env),
 		Dir:      l.o.Dir,
 		Filter:   filter,
 		Fallback: fallback,

@@ -129,8 +129,10 @@ type SpawnRequest struct {
 	// ID names the process in events; it must be unique in the sandbox.
 	ID   string
 	Argv []string
-	Env  []string
-	Dir  string
+	// Env is the process's environment, less cordon's own variables
+	// (WorkloadEnv).
+	Env []string
+	Dir string
 	// Files[i] becomes descriptor Targets[i] in the process. Spawn sends
 	// them to the init; the caller may close its copies when Spawn returns.
 	Files   []*os.File
@@ -326,7 +328,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 	s.sendMu.Lock()
 	err := s.conn.sendAll(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
-		Argv: toBytes(req.Argv), Env: toBytes(req.Env), Dir: []byte(req.Dir),
+		Argv: toBytes(req.Argv), Env: toBytes(WorkloadEnv(req.Env)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),
 	}, fds...)
 	s.sendMu.Unlock()

@@ -3,9 +3,12 @@ package runner
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/config"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,6 +44,7 @@ func sandboxArgv(exe string, spec bwrap.Spec) ([]string, error) {
 		return nil, &SetupError{Err: err}
 	}
 	spec.Exe, spec.Command, spec.Privileged = exe, []string{exe, InitArg}, os.Geteuid() == 0
+	spec.Protect = append(spec.Protect, policyPaths(spec)...)
 	args, err := spec.Args()
 	if err != nil {
 		return nil, &SetupError{Err: err}
@@ -64,4 +68,47 @@ func startLocked(cmd *exec.Cmd, exited func(error)) error {
 		exited(cmd.Wait())
 	}()
 	return <-started
+}
+
+// policyPaths lists what decides the next run's policy and must not be
+// written by this one: every existing file policy discovery considers from
+// the sandbox's working directory (config.Candidates: the same list the
+// loader walks) and the trust store's directory. bwrap.Spec.Protect binds
+// those a writable bind holds read-only, so the workload can neither edit,
+// remove nor replace them. The trust store's directory is created first
+// when a writable bind holds where it would be: otherwise the workload
+// could create it, and the store in it.
+func policyPaths(spec bwrap.Spec) []string {
+	var out []string
+	opts := config.Options{Dir: spec.Dir}
+	if spec.Dir == "" {
+		opts.Dir = "/"
+	}
+	if cands, err := config.Candidates(opts); err == nil {
+		for _, c := range cands {
+			if fi, err := os.Stat(c.Path); err == nil && fi.Mode().IsRegular() {
+				out = append(out, c.Path)
+			}
+		}
+	}
+	store, err := config.TrustStoreFor(opts)
+	if err != nil || store.Dir() == "" {
+		return out
+	}
+	dir := store.Dir()
+	writable := append([]string{}, spec.RW...)
+	if spec.Dir != "" && filepath.Clean(spec.Dir) != "/" {
+		writable = append(writable, spec.Dir)
+	}
+	for _, w := range writable {
+		w = filepath.Clean(w)
+		if dir == w || strings.HasPrefix(dir, strings.TrimSuffix(w, "/")+"/") {
+			_ = os.MkdirAll(dir, 0o700)
+			break
+		}
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		out = append(out, dir)
+	}
+	return out
 }

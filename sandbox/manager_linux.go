@@ -17,6 +17,8 @@ import (
 // Options configures a Manager. Zero fields take the defaults noted.
 type Options struct {
 	// Env is the sessions' default environment (default: os.Environ()).
+	// Whatever it and a request hold, a workload never sees cordon's own
+	// CORDON_* variables (runner.WorkloadEnv).
 	Env []string
 	// Dir is the sessions' default working directory (default: the
 	// current directory).

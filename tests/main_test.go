@@ -31,6 +31,12 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	cordonBin = filepath.Join(dir, "cordon")
+	// Every run's trust store is the tests' own, never the user's; tests
+	// that trust policy files give themselves a private one.
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	build := exec.Command("go", "build", "-race", "-o", cordonBin, "../cmd/cordon")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

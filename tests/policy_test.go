@@ -67,6 +67,10 @@ func TestPolicyDiscovery(t *testing.T) {
 	xdg := t.TempDir()
 	writeFile(t, xdg, "cordon/policy.yaml", denyPushFile("from XDG_CONFIG_HOME"))
 	emptyXDG := t.TempDir()
+	// Discovered files decide a run once trusted.
+	r := runCordon(t, runOpts{}, "policy", "trust", filepath.Join(root, "cordon.yaml"), filepath.Join(root, "repo/.cordon.yaml"),
+		filepath.Join(root, "repo/sub/cordon.yaml"), filepath.Join(xdg, "cordon/policy.yaml"))
+	require.Equal(t, 0, r.code, r.stderr)
 
 	tests := []struct {
 		name    string
@@ -126,12 +130,18 @@ func TestPolicyFileErrors(t *testing.T) {
 			assert.Equal(t, 125, r.code, r.stderr)
 			assert.Contains(t, r.stderr, tc.want)
 			assert.NotContains(t, r.stdout, "ran", "nothing runs under a policy that does not load")
-			// Discovered, it is the same error.
+			// Discovered, it is the same error: from "cordon policy
+			// trust", which refuses a file that does not parse, or from
+			// the run once it is trusted.
 			require.NoError(t, os.Rename(filepath.Join(gw.dir, "p.yaml"), filepath.Join(gw.dir, "cordon.yaml")))
 			writeFile(t, gw.dir, ".git/HEAD", "")
-			r = gw.run(t, "--", "sh", "-c", "echo ran")
+			r = gw.run(t, "policy", "trust")
+			if r.code == 0 {
+				r = gw.run(t, "--", "sh", "-c", "echo ran")
+			}
 			assert.Equal(t, 125, r.code, r.stderr)
 			assert.Contains(t, r.stderr, filepath.Join(gw.dir, "cordon.yaml")+":")
+			assert.NotContains(t, r.stdout, "ran")
 		})
 	}
 	gw := newGitWorld(t)

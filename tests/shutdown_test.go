@@ -77,11 +77,16 @@ func TestNoPlumbingReachesTheCommand(t *testing.T) {
 	r := cordon(t, "--", "bash", "-c", fdScript)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, "extra:", "only stdin, stdout and stderr reach the command (the glob's own dir fd aside)")
-	// Environment: exactly the caller's.
-	env := os.Environ()
-	env = append(env, raceEnv, "CORDON_TEST_MARKER=1")
-	in := runCordon(t, runOpts{env: []string{"CORDON_TEST_MARKER=1"}}, "--", "env", "-0")
+	// Environment: exactly the caller's, less cordon's own CORDON_*.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CORDON_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, raceEnv, "TEST_MARKER=1")
+	in := runCordon(t, runOpts{env: []string{"TEST_MARKER=1", "CORDON_TEST_MARKER=1"}}, "--", "env", "-0")
 	require.Equal(t, 0, in.code, in.stderr)
 	got := strings.Split(strings.TrimRight(in.stdout, "\x00"), "\x00")
-	assert.ElementsMatch(t, env, got, "the command's environment is the caller's, nothing added or removed")
+	assert.ElementsMatch(t, env, got, "the command's environment is the caller's less CORDON_*, nothing added")
 }

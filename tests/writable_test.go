@@ -57,6 +57,8 @@ int main(void) {
 
 	// The same from a policy file; without it the same programs run.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cordon.yaml"), []byte("version: 1\ndeny_writable_exec: true\n"), 0o644))
+	r = runCordon(t, runOpts{dir: dir}, "policy", "trust")
+	require.Equal(t, 0, r.code, r.stderr)
 	r = runCordon(t, runOpts{dir: dir}, "--", "sh", "-c", "./local-tool; echo rc=$?")
 	assert.Equal(t, "rc=126\n", r.stdout, r.stderr)
 	require.NoError(t, os.Remove(filepath.Join(dir, "cordon.yaml")))

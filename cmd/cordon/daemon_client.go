@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-sandbox/cordon/client"
 	"github.com/cordon-sandbox/cordon/daemon"
 	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
 	"go.yaml.in/yaml/v3"
 )
@@ -58,17 +59,10 @@ func interrupted(ctx context.Context, err error) error {
 	return failed(err)
 }
 
-// clientEnv is the caller's environment for a sandbox, without cordon's own
-// variables (CORDON_TOKEN must never reach a sandbox).
-func clientEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CORDON_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+// clientEnv is the caller's environment for a sandbox. The runner strips
+// cordon's own variables from every workload's environment; stripping them
+// here too keeps CORDON_TOKEN off the wire.
+func clientEnv() []string { return runner.WorkloadEnv(os.Environ()) }
 
 // policyDocument renders an effective policy as a cordon policy document,
 // for the daemon (which compiles it itself). Examples were checked when it

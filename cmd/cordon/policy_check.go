@@ -55,7 +55,7 @@ not to check.`,
 }
 
 func (o *policyCheckOptions) run(cmd *cobra.Command, argv []string) error {
-	eff, err := o.loadPolicy(cmd.Flags(), cmd.ErrOrStderr())
+	eff, err := o.loadPolicy(cmd.Flags(), cmd.ErrOrStderr(), forShow)
 	if err != nil {
 		return err
 	}

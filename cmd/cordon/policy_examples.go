@@ -51,7 +51,7 @@ written.`,
 }
 
 func (o *policyTestOptions) run(cmd *cobra.Command) error {
-	l, err := loadPolicyFile(o.file, cmd.ErrOrStderr())
+	l, err := loadPolicyFile(o.file, cmd.ErrOrStderr(), forShow)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cordon-sandbox/cordon/config"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 // ruleFlags are the policy flags shared by "cordon run", the root shorthand,
@@ -20,7 +25,7 @@ type ruleFlags struct {
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
-	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON or a fence config); default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml")
+	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON or a fence config), trusted by being named; default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml, each only once trusted (cordon policy trust)")
 	fs.StringArrayVar(&o.deny, "deny", nil, "deny execs matching RULE (repeatable), e.g. --deny \"git push\"")
 	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable)")
 	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")
@@ -48,8 +53,8 @@ type effectivePolicy struct {
 //     only when given on the command line (fs.Changed).
 //
 // Discovery and file warnings go to warn as "cordon: warning: ...".
-func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer) (*effectivePolicy, error) {
-	l, err := loadPolicyFile(o.file, warn)
+func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) (*effectivePolicy, error) {
+	l, err := loadPolicyFile(o.file, warn, use)
 	if err != nil {
 		return nil, err
 	}
@@ -90,19 +95,99 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer) (*effectivePol
 	return e, nil
 }
 
+// trustUse says what a command does with a discovered policy file that is
+// not trusted.
+type trustUse int
+
+const (
+	// forRun: the file would decide what runs; refuse it, or ask on the
+	// terminal when there is one.
+	forRun trustUse = iota
+	// forShow: the command only shows or checks the policy; load it and
+	// say it is not trusted.
+	forShow
+)
+
 // loadPolicyFile loads file, or the policy that discovery finds when file
-// is empty, and prints discovery and file warnings to warn.
-func loadPolicyFile(file string, warn io.Writer) (*config.Loaded, error) {
-	l, err := config.Load(config.Options{PolicyFile: file})
+// is empty, and prints discovery and file warnings to warn. A discovered
+// file must be trusted (config.TrustStore) before it decides a run: on a
+// terminal the user is asked, and a yes is recorded; otherwise the
+// *config.UntrustedError says what to do (exit 125).
+func loadPolicyFile(file string, warn io.Writer, use trustUse) (*config.Loaded, error) {
+	opts := config.Options{PolicyFile: file, AllowUntrusted: use == forShow}
+	l, err := config.Load(opts)
+	var ue *config.UntrustedError
+	if errors.As(err, &ue) && promptTrust(ue) {
+		store, serr := config.TrustStoreFor(opts)
+		if serr != nil {
+			return nil, serr
+		}
+		if serr := store.Trust(ue.Path, ue.Sum); serr != nil {
+			return nil, serr
+		}
+		// Loaded again: if the file changed since it was shown, the
+		// recorded sum does not match and it is refused.
+		l, err = config.Load(opts)
+	}
 	if l != nil {
 		for _, w := range l.Warnings {
 			fmt.Fprintf(warn, "cordon: warning: %s\n", w)
+		}
+		if err == nil && !l.Trusted {
+			fmt.Fprintf(warn, "cordon: warning: %s is not trusted: a run refuses it until you review it and run \"cordon policy trust %s\"\n", l.Path, l.Path)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// promptTrust asks on the terminal whether to trust ue's file, when
+// cordon's stdin and stderr are both a terminal. Anything but y or yes is
+// no.
+func promptTrust(ue *config.UntrustedError) bool {
+	if !isTerminal(os.Stdin) || !isTerminal(os.Stderr) {
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "cordon: %s (%s) is new or changed since you last trusted it. Load it? [y/N] ",
+		filepath.Base(ue.Path), ue.Path)
+	// One byte at a time: nothing past the answer's line is taken from the
+	// command's stdin.
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 64 {
+		n, err := os.Stdin.Read(b)
+		if n == 0 || err != nil || b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	switch strings.ToLower(strings.TrimSpace(string(line))) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// trustLabel says whether the loaded policy is trusted, for show and
+// --debug.
+func trustLabel(l *config.Loaded) string {
+	switch {
+	case l.Origin == config.OriginBuiltin:
+		return "built in"
+	case l.Origin == config.OriginFlag:
+		return "trusted: named with --policy"
+	case l.Trusted:
+		return "trusted"
+	}
+	return "NOT trusted: a run refuses it; review it, then cordon policy trust " + l.Path
 }
 
 // policyLabel names where a loaded policy came from, for messages: the

@@ -45,8 +45,11 @@ replace the file's default and defaults.`,
 // shownPolicy is "cordon policy show --json".
 type shownPolicy struct {
 	// File is the policy file loaded, or "" for the built-in default.
-	File         string      `json:"file"`
-	Origin       string      `json:"origin"`
+	File   string `json:"file"`
+	Origin string `json:"origin"`
+	// Trusted is false for a discovered file a run would refuse (not
+	// trusted with "cordon policy trust", or changed since).
+	Trusted      bool        `json:"trusted"`
 	Format       string      `json:"format"`
 	Default      string      `json:"default"`
 	DefaultFrom  string      `json:"default_from"`
@@ -66,13 +69,14 @@ type shownRule struct {
 }
 
 func (o *policyShowOptions) run(cmd *cobra.Command) error {
-	eff, err := o.loadPolicy(cmd.Flags(), cmd.ErrOrStderr())
+	eff, err := o.loadPolicy(cmd.Flags(), cmd.ErrOrStderr(), forShow)
 	if err != nil {
 		return err
 	}
 	s := shownPolicy{
 		File:         eff.loaded.Path,
 		Origin:       string(eff.loaded.Origin),
+		Trusted:      eff.loaded.Trusted,
 		Format:       string(eff.loaded.File.Format),
 		Default:      eff.cfg.Default.String(),
 		DefaultFrom:  eff.defaultFrom,
@@ -96,6 +100,7 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	}
 	onOff := map[bool]string{true: "on", false: "off"}
 	fmt.Fprintf(out, "policy:   %s\n", eff.loaded)
+	fmt.Fprintf(out, "trust:    %s\n", trustLabel(eff.loaded))
 	fmt.Fprintf(out, "default:  %s (from %s)\n", s.Default, s.DefaultFrom)
 	fmt.Fprintf(out, "built-in deny list: %s (from %s)\n", onOff[s.Builtins], s.BuiltinsFrom)
 	if s.Examples > 0 {

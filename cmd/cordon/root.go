@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cordon-sandbox/cordon/config"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/spf13/cobra"
 )
@@ -45,7 +46,8 @@ func exitCode(err error) int {
 		return xe.ExitCode()
 	}
 	fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-	if !errors.Is(err, runner.ErrSetup) {
+	var ue *config.UntrustedError
+	if !errors.Is(err, runner.ErrSetup) && !errors.As(err, &ue) {
 		fmt.Fprintln(os.Stderr, "Run 'cordon --help' for usage, 'cordon doctor' to check this host.")
 	}
 	return exitSetup

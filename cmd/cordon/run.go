@@ -65,7 +65,12 @@ Every exec inside it is decided against the policy before it runs.
 The policy is --policy FILE; else cordon.yaml or .cordon.yaml in the current
 directory or a parent up to the repository root; else
 $XDG_CONFIG_HOME/cordon/policy.yaml; else the built-in default (allow, with
-the built-in deny list). "cordon policy show" prints what applies here.
+the built-in deny list). "cordon policy show" prints what applies here. A
+discovered file is loaded only while its content is trusted ("cordon policy
+trust FILE"): a new or changed one is asked about on a terminal and refused
+otherwise (exit 125), so a file the sandbox wrote cannot become the next
+run's policy. Inside the sandbox those files and the trust store are
+read-only.
 
 Flags change what was loaded: --deny and --allow rules are added after the
 file's rules; --default and --no-defaults, when given, replace the file's
@@ -116,11 +121,11 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if o.debug {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	eff, err := o.loadPolicy(cmd.Flags(), os.Stderr)
+	eff, err := o.loadPolicy(cmd.Flags(), os.Stderr, forRun)
 	if err != nil {
 		return err
 	}
-	logger.Debug("policy", "from", eff.loaded.String(), "searched", eff.loaded.Searched,
+	logger.Debug("policy", "from", eff.loaded.String(), "trust", trustLabel(eff.loaded), "searched", eff.loaded.Searched,
 		"default", eff.cfg.Default.String(), "builtins", eff.cfg.Builtins, "rules", len(eff.pol.Rules()))
 	ask, err := o.asker()
 	if err != nil {

@@ -41,7 +41,7 @@ func sandboxChanged(fs *pflag.FlagSet) bool {
 // returns the sandbox's spec: the current directory writable, the caller's
 // environment without CORDON_* variables.
 func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionSpec, error) {
-	eff, err := o.loadPolicy(fs, warn)
+	eff, err := o.loadPolicy(fs, warn, forRun)
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
