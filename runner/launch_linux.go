@@ -186,9 +186,9 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	verify := l.o.Verify
 	if l.o.Isolation == IsolationNone && (verify == "" || verify == supervisor.VerifyAuto) {
 		// Without bubblewrap the command shares the host's mount namespace
-		// and /proc, and keeps its capabilities: the fast path's proof
+		// and /proc, and keeps its capabilities: strict mode's proof
 		// (read-only mounts nobody can change, no memory writers) does not
-		// hold, so every allowed exec is verified with ptrace.
+		// hold, so an exec that ptrace cannot verify is refused.
 		verify = supervisor.VerifyPtrace
 	}
 	supOpts := supervisor.Options{

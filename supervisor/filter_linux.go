@@ -117,7 +117,9 @@ func buildFilter(notify bool) ([]byte, error) {
 	// child's parent: no CLONE_PARENT). clone3 passes its flags in memory
 	// the filter cannot read: ENOSYS, and glibc falls back to clone.
 	// With this, the only tasks sharing an exec caller's memory are its
-	// threads and suspended vfork ancestors — what the fast path checks.
+	// threads and processes made by vfork (see raceable: a vfork parent
+	// runs again once its own child execs or dies, which need not be the
+	// caller).
 	cloneNr, err := seccomp.GetSyscallFromName("clone")
 	if err != nil {
 		return nil, fmt.Errorf("resolving clone: %w", err)

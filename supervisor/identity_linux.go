@@ -177,6 +177,8 @@ const (
 	lookupTTL = 30 * time.Second
 	// maxDigestSize bounds what is hashed to recognise a renamed copy.
 	maxDigestSize = 512 << 20
+	// maxCached bounds the digest and path caches.
+	maxCached = 4096
 )
 
 // files implements policy.Files for one sandbox: what a program name stands
@@ -351,6 +353,11 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	}
 	var sum [32]byte
 	copy(sum[:], h.Sum(nil))
+	if len(f.digests) >= maxCached {
+		// The workload chooses how many distinct files it runs: start over
+		// rather than grow without bound.
+		clear(f.digests)
+	}
 	f.digests[id] = sum
 	return sum, true
 }
@@ -384,6 +391,9 @@ func (f *files) Resolve(path string) (policy.Exec, bool) {
 		return policy.Exec{}, false
 	}
 	f.mu.Lock()
+	if len(f.where) >= maxCached {
+		clear(f.where)
+	}
 	f.where[[2]uint64{t.id.Dev, t.id.Ino}] = t.path
 	f.mu.Unlock()
 	return policy.Exec{Path: path, Resolved: t.path, File: t.id, Known: true, Writable: t.writable}, true

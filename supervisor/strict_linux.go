@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -17,10 +19,12 @@ const kcmpVM = 1
 // raceable says why the caller of an exec could change its argv or path
 // after the check without ptrace verification, or "" when it cannot:
 //   - it has other threads, or is traced;
-//   - a process sharing its memory can run: the filter lets memory be
-//     shared only by threads and by plain vfork (the parent is suspended
-//     until the child execs), so this walks the vfork ancestors that share
-//     the caller's memory and requires each to be single-threaded;
+//   - another process may share its memory (see memoryPeer): the filter
+//     lets memory be shared only by threads and by plain vfork, but a vfork
+//     parent is suspended only until its own vfork child execs or dies, and
+//     that child need not be the caller (P vforks C, C vforks the caller,
+//     the caller kills C: P runs again on the caller's memory, and the
+//     caller, reparented, no longer has P among its ancestors);
 //   - a byte of the path, of the argv pointer array or of an argv string
 //     (each checked whole, NUL included, since a string may begin in one
 //     mapping and end in the next) lies outside private anonymous memory,
@@ -43,15 +47,8 @@ func raceable(pid int, trusted int, ranges []span, sv *sandboxView) string {
 	if st.threads != 1 {
 		return fmt.Sprintf("the caller has %d threads", st.threads)
 	}
-	for p := st.ppid; p > 1 && kcmp(pid, p, kcmpVM); {
-		if p == trusted {
-			break // the init's own spawn: trusted code
-		}
-		ps := readStatus(p)
-		if ps.threads != 1 || ps.tracer != 0 {
-			return fmt.Sprintf("process %d shares the caller's memory and has %d threads", p, ps.threads)
-		}
-		p = ps.ppid
+	if why := sv.memoryPeer(pid, st, trusted); why != "" {
+		return why
 	}
 	if a, why := unsafeRange("/proc/"+strconv.Itoa(pid)+"/maps", ranges, sv); why != "" {
 		return fmt.Sprintf("exec arguments at %#x %s", a, why)
@@ -59,15 +56,194 @@ func raceable(pid int, trusted int, ranges []span, sv *sandboxView) string {
 	return ""
 }
 
+// maxPeerScan bounds how many processes memoryPeer looks at; a sandbox with
+// more gets ptrace verification (or strict mode's refusal) instead.
+const maxPeerScan = 2048
+
+// memoryPeer says why a process other than the caller (pid, whose
+// /proc/PID/status gave st) may share its memory, or "" when none can.
+//
+// Every process of the sandbox is listed from the sandbox's own proc
+// (readdir lists every pid that exists throughout, wherever in the process
+// tree it is or moves to), and its address-space layout (the start and end
+// of code, data, heap, stack, arguments and environment in /proc/PID/stat,
+// set at exec and unchangeable without CAP_SYS_RESOURCE) compared with the
+// caller's: a process sharing the caller's memory has the same layout. A
+// process with the same layout is then compared with kcmp(KCMP_VM) when it
+// is the caller's parent (a fork child keeps its parent's layout until it
+// execs, without sharing its memory) or the trusted init; any other is
+// taken as a peer. New sharers can only be made by tasks already sharing
+// the memory; the one way to hide one from the listing, a pid number
+// wrapping around behind it, is caught by ns_last_pid going down.
+func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
+	v.init()
+	if v.err != nil {
+		return "cannot list the sandbox's processes: " + v.err.Error()
+	}
+	if st.nsTgid <= 0 {
+		return "cannot find the caller in the sandbox's pid namespace"
+	}
+	self, err := readLayout(v.proc, st.nsTgid)
+	if err != nil {
+		return "cannot read the caller's memory layout: " + err.Error()
+	}
+	trustedNS := -1
+	if trusted > 0 {
+		if t, _, ok := nsPids(trusted); ok {
+			trustedNS = t
+		}
+	}
+	before, err1 := lastPid(v.proc)
+	pids, err2 := listPids(v.proc, maxPeerScan)
+	if err1 != nil || err2 != nil {
+		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error()
+	}
+	for _, p := range pids {
+		if p == st.nsTgid {
+			continue
+		}
+		l, err := readLayout(v.proc, p)
+		if err != nil || l.mm != self.mm {
+			continue // gone, or another address space
+		}
+		if p == self.ppid {
+			// Its parent: forked from it (a copy of its memory), vforked
+			// from it (sharing it), or its reaper since it was orphaned.
+			// st.ppid is the same process only if it has the same pid
+			// here: it may have been reparented between the two reads.
+			if parent, _, ok := nsPids(st.ppid); ok && parent == p {
+				if same, err := kcmpEqual(pid, st.ppid, kcmpVM); err == nil && !same {
+					continue // a copy
+				}
+				if p == trustedNS {
+					continue // the init's own spawn: trusted code
+				}
+			}
+		}
+		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p)
+	}
+	if after, err := lastPid(v.proc); err != nil || after < before {
+		return "pid numbers wrapped around while the sandbox's processes were listed"
+	}
+	return ""
+}
+
+// layout is what memoryPeer reads of /proc/PID/stat.
+type layout struct {
+	ppid int
+	// mm: startcode, endcode, startstack, start_data, end_data,
+	// start_brk, arg_start, arg_end, env_start, env_end.
+	mm [10]uint64
+}
+
+// readLayout reads pid's parent and address-space layout from the proc
+// directory proc.
+func readLayout(proc, pid int) (layout, error) {
+	var l layout
+	b, err := readAt(proc, strconv.Itoa(pid)+"/stat")
+	if err != nil {
+		return l, err
+	}
+	// The command name may hold spaces and parentheses: the fields start
+	// after its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return l, errors.New("malformed stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[k] is field k+3 of proc_pid_stat(5).
+	if len(f) < 49 {
+		return l, errors.New("short stat")
+	}
+	if l.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return l, err
+	}
+	for j, k := range []int{26, 27, 28, 45, 46, 47, 48, 49, 50, 51} {
+		if l.mm[j], err = strconv.ParseUint(f[k-3], 10, 64); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// lastPid reads the pid namespace's last allocated pid.
+func lastPid(proc int) (int, error) {
+	b, err := readAt(proc, "sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// listPids lists the processes in the proc directory proc, at most limit.
+func listPids(proc, limit int) ([]int, error) {
+	fd, err := unix.Openat(proc, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var pids []int
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return pids, nil
+		}
+		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+		for _, name := range names {
+			if p, err := strconv.Atoi(name); err == nil && p > 0 {
+				pids = append(pids, p)
+			}
+		}
+		if len(pids) > limit {
+			return nil, fmt.Errorf("more than %d processes", limit)
+		}
+	}
+}
+
+// readAt reads a small file below the directory dir.
+func readAt(dir int, name string) ([]byte, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 1024)
+	n := 0
+	for {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+	}
+}
+
 // procStatus is what raceable reads of /proc/PID/status.
 type procStatus struct {
 	threads, tracer, ppid int
+	nsTgid                int // the process id in its own pid namespace (last of NStgid)
 }
 
 // readStatus reads Threads, TracerPid and PPid in one pass. A field that
 // cannot be read reads as -1, which no check accepts.
 func readStatus(pid int) procStatus {
-	st := procStatus{threads: -1, tracer: -1, ppid: -1}
+	st := procStatus{threads: -1, tracer: -1, ppid: -1, nsTgid: -1}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return st
@@ -76,6 +252,11 @@ func readStatus(pid int) procStatus {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
+		}
+		if k == "NStgid" {
+			if f := strings.Fields(v); len(f) > 0 {
+				v = f[len(f)-1]
+			}
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
@@ -88,14 +269,21 @@ func readStatus(pid int) procStatus {
 			st.tracer = n
 		case "PPid":
 			st.ppid = n
+		case "NStgid":
+			st.nsTgid = n
 		}
 	}
 	return st
 }
 
-func kcmp(a, b, typ int) bool {
+// kcmpEqual reports whether tasks a and b share the kernel resource typ
+// (kcmp(2)); an error means it cannot be told.
+func kcmpEqual(a, b, typ int) (bool, error) {
 	r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), uintptr(typ), 0, 0, 0)
-	return e == 0 && r == 0
+	if e != 0 {
+		return false, os.NewSyscallError("kcmp", e)
+	}
+	return r == 0, nil
 }
 
 // span is a byte range [lo, hi) of a caller's memory.

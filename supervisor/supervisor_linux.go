@@ -45,6 +45,11 @@ type Decision struct {
 	called  string
 	root    int
 	ptrSize int
+	// image is the file the kernel is to map for this exec: the file
+	// named, or for a #! script its innermost interpreter. Verification at
+	// the exec event requires the new image to be this very file.
+	image      policy.FileID
+	imageKnown bool
 
 	// Interpreter lists the #! interpreters a script runs through, outermost
 	// first; Expect is then the argv the kernel gives the innermost one.
@@ -108,7 +113,7 @@ type Supervisor struct {
 	log        *slog.Logger
 	mem        memReader
 	handled    int // notifications answered; owned by Run's goroutine
-	// immutables caches the fast path's path proofs; owned by Run's
+	// immutables caches strict mode's path proofs; owned by Run's
 	// goroutine.
 	immutables immutableCache
 
@@ -182,10 +187,11 @@ func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, 
 	return s, nil
 }
 
-// VerifyMode says how execs are checked: "auto" (notify; callers that
-// cannot be raced continue at once, the rest are verified with ptrace),
-// "ptrace" (notify; every allowed exec verified with ptrace), "strict"
-// (notify, strict mode) or "ptrace-only" (no listener).
+// VerifyMode says how execs are checked: "auto" (notify; every allowed exec
+// verified with ptrace, strict mode for a caller ptrace cannot attach to),
+// "ptrace" (notify; every allowed exec verified with ptrace, refused when
+// it cannot attach), "strict" (notify, strict mode) or "ptrace-only" (no
+// listener).
 func (s *Supervisor) VerifyMode() string {
 	switch {
 	case s.ptraceOnly:
@@ -292,6 +298,7 @@ func (s *Supervisor) Close() error {
 	if s.tracer != nil {
 		s.tracer.close()
 	}
+	s.sandbox.close()
 	var err1 error
 	if s.listener >= 0 {
 		err1 = unix.Close(s.listener)
@@ -401,6 +408,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 	defer unix.Close(tgt.fd)
 	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
 	d.Exec.Resolved = tgt.path
+	d.image, d.imageKnown = tgt.id, true
 	s.files.setCurrent(&tgt)
 	defer s.files.setCurrent(nil)
 	d.Result = s.pol.Decide(&d.Exec)
@@ -463,46 +471,46 @@ func (s *Supervisor) decideInterpreters(pid, root int, call execCall, fd int, d 
 		}
 		d.Interpreter = append(d.Interpreter, abs)
 		d.Expect = next
+		d.image = tgt.id
 		argv, filename, fd = next, interp, tgt.fd
 	}
 	return unix.ELOOP // the kernel gives up after BINPRM_MAX_RECURSION
 }
 
 // guard makes an allowed exec safe to continue: the caller is attached for
-// verification at the exec event, or, where ptrace is not possible, must be
-// a caller that cannot change its arguments after the check. It returns the
-// errno to refuse with, or 0.
+// verification at the exec event or, where ptrace cannot attach (strict
+// mode, Yama, a tracer outside cordon), must be a caller that provably
+// cannot change what it asked for (see raceable and immutable). It returns
+// the errno to refuse with, or 0.
+//
+// Every allowed exec is verified when ptrace can attach: a proof that a
+// caller cannot be raced must enumerate every process that might share its
+// memory (a vfork ancestor can be woken out of sight of the caller's
+// parents), which on this path costs more than the verification itself.
 func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
 	pid := int(n.Pid)
-	if s.opts.Verify != VerifyPtrace {
-		// Fast path: a caller that cannot change its arguments after the
-		// check needs no verification (most execs: shells fork or vfork
-		// from a single thread).
-		why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox)
-		if why == "" && s.immutable(d) {
+	if s.tracer != nil {
+		err := s.tracer.attach(pid, d)
+		if err == nil {
 			return 0
 		}
-		if why == "" {
-			// Its memory cannot change, but what the path leads to could
-			// (a writable directory, a symlink there, a memfd).
-			why = "what its path leads to could change"
-		}
-		if s.tracer == nil {
-			d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
+		if s.opts.Verify == VerifyPtrace {
+			d.Reason = "cannot verify: " + err.Error()
 			return unix.EPERM
 		}
-		if err := s.tracer.attach(pid, d); err != nil {
-			s.log.Debug("ptrace verification not possible", "pid", pid, "err", err)
-			d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
-			return unix.EPERM
-		}
+		s.log.Debug("ptrace verification not possible: strict mode for this exec", "pid", pid, "err", err)
+	}
+	why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox)
+	if why == "" && s.immutable(d) {
 		return 0
 	}
-	if err := s.tracer.attach(pid, d); err != nil {
-		d.Reason = "cannot verify: " + err.Error()
-		return unix.EPERM
+	if why == "" {
+		// Its memory cannot change, but what the path leads to could
+		// (a writable directory, a symlink there, a memfd).
+		why = "what its path leads to could change"
 	}
-	return 0
+	d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
+	return unix.EPERM
 }
 
 // immutable reports whether the file an exec names, and the #! interpreters

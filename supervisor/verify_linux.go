@@ -22,12 +22,12 @@ import (
 type Verify string
 
 const (
-	// VerifyAuto uses ptrace verification, and strict mode for a caller
-	// ptrace cannot attach to (Yama, another tracer).
+	// VerifyAuto verifies every allowed exec with ptrace, and uses strict
+	// mode for a caller ptrace cannot attach to (Yama, another tracer).
 	VerifyAuto Verify = "auto"
 	// VerifyPtrace attaches to every allowed caller before continuing it
 	// and decides again at PTRACE_EVENT_EXEC; a caller that cannot be
-	// attached to is refused.
+	// attached to is refused, even one strict mode would let run.
 	VerifyPtrace Verify = "ptrace"
 	// VerifyStrict never uses ptrace: it continues only callers that cannot
 	// be raced (one thread, no other task sharing their memory, argv in
@@ -364,6 +364,21 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, pol
 	id, _, err := fstatID(fd)
 	if err != nil {
 		return false, exec, policy.Result{Decision: policy.Deny}
+	}
+	if checked.imageKnown && !id.Same(checked.image) {
+		// Not the file that was checked (or, for a script, its innermost
+		// interpreter): the path led elsewhere by the time the kernel
+		// opened it. Decided as what it is, and killed whatever that is.
+		exe, _ := os.Readlink(proc + "/exe")
+		exec.Path, exec.Resolved, exec.File, exec.Known = exe, exe, id, true
+		tgt := target{pid: pid, fd: fd, id: id, path: exe}
+		t.files.setCurrent(&tgt)
+		res := t.pol.Decide(&exec)
+		t.files.setCurrent(nil)
+		if res.Decision == policy.Allow {
+			res = policy.Result{Decision: policy.Deny}
+		}
+		return false, exec, res
 	}
 	exe, _ := os.Readlink(proc + "/exe")
 	exec.Path, exec.Resolved, exec.File, exec.Known = exe, exe, id, true

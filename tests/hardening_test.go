@@ -169,3 +169,58 @@ func TestHardIdentityMtimeRestored(t *testing.T) {
 	assert.Contains(t, r.stdout, "rc=126\n", "stderr: %s", r.stderr)
 	assert.Contains(t, r.stderr, `(rule: deny "git push")`)
 }
+
+// TestHardVforkChainPeer wakes a vfork grandparent that still shares the exec
+// caller's memory, out of sight of a walk up the caller's parents: P vforks
+// C, C vforks D, D kills C (so P runs again) and execs, and P rewrites D's
+// argv meanwhile. Strict mode, which never uses ptrace, must not be fooled
+// either: there the attack runs from a library loaded into python3 (a
+// program on a read-only mount), since strict mode refuses to start a
+// program the sandbox could have written. Before: "echo push" ran in about
+// one attempt in four, in both modes.
+func TestHardVforkChainPeer(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	prog := buildC(t, dir, "vforkchain.c", "vforkchain")
+	buildC(t, dir, "vforkchain.c", "libvforkchain.so", "-DLIB", "-shared", "-fPIC")
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		python = requireTool(t, "python3")
+	}
+	const n = 60
+	viaLib := `import ctypes; ctypes.CDLL("./libvforkchain.so").run(` + strconv.Itoa(n) + `, b"/bin/echo", b"hello", b"push")`
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"auto", []string{"--", prog, "-n", strconv.Itoa(n), "-p", "/bin/echo", "-a", "hello", "-d", "push"}},
+		{"strict", []string{"--verify", "strict", "--", python, "-c", viaLib}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCordon(t, runOpts{dir: dir, timeout: 90 * time.Second}, append([]string{"--deny", "echo push"}, tc.args...)...)
+			require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+			require.Contains(t, r.stdout, "summary n="+strconv.Itoa(n)+" done="+strconv.Itoa(n))
+			assert.NotContains(t, r.stdout, "push", "echo push ran: a sharer of the caller's memory rewrote it after the check")
+			assert.Contains(t, r.stderr, `cordon: denied: /bin/echo push (rule: deny "echo push"`)
+		})
+	}
+}
+
+// TestHardPathFlipToScript flips the exec's path between an allowed program
+// and a denied #! script from a second thread: when the check sees the
+// program and the kernel opens the script, the new image is the script's
+// interpreter (allowed), so the exec event must compare the image with the
+// file that was checked. Before: "DEPLOY RAN" in about one attempt in four.
+func TestHardPathFlipToScript(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	prog := buildC(t, dir, "pathflip.c", "pathflip")
+	writeFile(t, dir, "d.sh", "#!/bin/sh\necho DEPLOY RAN \"$@\"\n")
+	require.NoError(t, os.Chmod(filepath.Join(dir, "d.sh"), 0o755))
+	r := runCordon(t, runOpts{dir: dir, timeout: 60 * time.Second}, "--deny", "d.sh", "--", prog, "-n", "200", "-a", "/bin/ls", "-d", "./d.sh")
+	require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+	assert.Contains(t, r.stdout, "summary n=200")
+	assert.NotContains(t, r.stdout, "DEPLOY RAN", "the denied script ran")
+	assert.Contains(t, r.stderr, `(rule: deny "d.sh")`)
+}
