@@ -36,22 +36,27 @@ type sandboxView struct {
 
 	once     sync.Once
 	err      error
-	proc     int // the sandbox's proc (O_PATH directory), where its pids are listed
 	mntNS    string
 	root     [2]uint64       // device and inode of the root directory
 	devState map[uint64]bool // every device mounted in the sandbox: true when some mount of it is writable
 }
 
-func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid, proc: -1} }
+func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid} }
 
-// close releases the descriptor the view keeps. Call it once nothing uses
-// the view any more.
-func (v *sandboxView) close() {
-	v.once.Do(func() {}) // no init after this
-	if v.proc >= 0 {
-		unix.Close(v.proc)
-		v.proc = -1
+// openProc opens the sandbox's proc (O_PATH directory), where its pids are
+// listed. No descriptor is kept between calls: a supervisor abandoned by a
+// bounded teardown must not leave one behind.
+func (v *sandboxView) openProc() (int, error) {
+	fd, err := unix.Open(v.refProc()+"/root/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening the sandbox's proc: %w", err)
 	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		unix.Close(fd)
+		return -1, errors.New("the sandbox's /proc is not a proc file system")
+	}
+	return fd, nil
 }
 
 func (v *sandboxView) refProc() string {
@@ -79,18 +84,7 @@ func (v *sandboxView) init() {
 			v.err = err
 			return
 		}
-		procDir, err := unix.Open(proc+"/root/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			v.err = fmt.Errorf("opening the sandbox's proc: %w", err)
-			return
-		}
-		var sfs unix.Statfs_t
-		if err := unix.Fstatfs(procDir, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
-			unix.Close(procDir)
-			v.err = errors.New("the sandbox's /proc is not a proc file system")
-			return
-		}
-		v.proc, v.mntNS, v.root, v.devState = procDir, ns, [2]uint64{st.Dev, st.Ino}, devs
+		v.mntNS, v.root, v.devState = ns, [2]uint64{st.Dev, st.Ino}, devs
 	})
 }
 

@@ -83,7 +83,12 @@ func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
 	if st.nsTgid <= 0 {
 		return "cannot find the caller in the sandbox's pid namespace"
 	}
-	self, err := readLayout(v.proc, st.nsTgid)
+	proc, err := v.openProc()
+	if err != nil {
+		return "cannot list the sandbox's processes: " + err.Error()
+	}
+	defer unix.Close(proc)
+	self, err := readLayout(proc, st.nsTgid)
 	if err != nil {
 		return "cannot read the caller's memory layout: " + err.Error()
 	}
@@ -93,8 +98,8 @@ func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
 			trustedNS = t
 		}
 	}
-	before, err1 := lastPid(v.proc)
-	pids, err2 := listPids(v.proc, maxPeerScan)
+	before, err1 := lastPid(proc)
+	pids, err2 := listPids(proc, maxPeerScan)
 	if err1 != nil || err2 != nil {
 		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error()
 	}
@@ -102,7 +107,7 @@ func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
 		if p == st.nsTgid {
 			continue
 		}
-		l, err := readLayout(v.proc, p)
+		l, err := readLayout(proc, p)
 		if err != nil || l.mm != self.mm {
 			continue // gone, or another address space
 		}
@@ -122,7 +127,7 @@ func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
 		}
 		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p)
 	}
-	if after, err := lastPid(v.proc); err != nil || after < before {
+	if after, err := lastPid(proc); err != nil || after < before {
 		return "pid numbers wrapped around while the sandbox's processes were listed"
 	}
 	return ""

@@ -298,7 +298,6 @@ func (s *Supervisor) Close() error {
 	if s.tracer != nil {
 		s.tracer.close()
 	}
-	s.sandbox.close()
 	var err1 error
 	if s.listener >= 0 {
 		err1 = unix.Close(s.listener)
