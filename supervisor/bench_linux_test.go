@@ -233,11 +233,11 @@ func sleeper(b *testing.B) int {
 func BenchmarkVerifyImage(b *testing.B) {
 	pid := sleeper(b)
 	pol, fs := benchPolicy(b)
-	t := &tracer{pol: pol, files: fs}
+	t := &tracer{judge: judge{pol: pol, files: fs}}
 	checked := &Decision{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, _, _ := t.decideImage(pid, checked); !ok {
+		if ok, _ := t.decideImage(pid, checked); !ok {
 			b.Fatal("verification refused an unchanged exec")
 		}
 	}
@@ -251,7 +251,7 @@ func BenchmarkVerifyImage(b *testing.B) {
 func BenchmarkTracerAttach(b *testing.B) {
 	pid := sleeper(b)
 	pol, fs := benchPolicy(b)
-	t := newTracer(pol, fs, slog.New(slog.DiscardHandler), nil)
+	t := newTracer(judge{pol: pol, files: fs}, slog.New(slog.DiscardHandler), nil)
 	defer t.close()
 	d := &Decision{Arch: "x86_64"}
 	if err := t.attach(pid, d); err != nil {

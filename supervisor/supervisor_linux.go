@@ -43,6 +43,7 @@ type Decision struct {
 	// (not cleaned); root is the caller's root directory (O_PATH), proven
 	// the sandbox's, while the notification is handled.
 	called  string
+	dirfd   int32
 	root    int
 	ptrSize int
 	// image is the file the kernel is to map for this exec: the file
@@ -100,9 +101,8 @@ type Options struct {
 // Supervisor answers the seccomp notifications of one sandbox.
 type Supervisor struct {
 	listener int
-	wake     int            // eventfd written by Shutdown
-	pol      *policy.Policy // bound to files
-	files    *files
+	wake     int // eventfd written by Shutdown
+	judge    judge
 	// sandbox is what callers are checked against: the sandbox's mount
 	// namespace, root and writable devices.
 	sandbox *sandboxView
@@ -144,8 +144,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
-		pol:      pol.WithFiles(fs),
-		files:    fs,
+		judge:    newJudge(pol, fs),
 		opts:     opts,
 		log:      log,
 		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
@@ -155,7 +154,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	if opts.Verify != VerifyStrict {
 		// The tracer decides on its own thread: its own view of the
 		// shared file cache.
-		s.tracer = newTracer(pol, fs.view(), log, s.report)
+		s.tracer = newTracer(newJudge(pol, fs.view()), log, s.report)
 	}
 	return s, nil
 }
@@ -334,9 +333,9 @@ func (s *Supervisor) handle(n *seccompNotif) {
 	}
 }
 
-// decide fills d and returns the errno to answer, or 0 to let the exec
-// continue. It is the single place where an exec is judged; the race-free
-// verification after CONTINUE builds on it.
+// decide reads what a notified exec asks for, fills d and returns the errno
+// to answer, or 0 to let the exec continue. The decision itself is the
+// judge's, as it is at the exec event (see judge).
 func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 	if n.Pid == 0 {
 		// The caller is not visible in our pid namespace: we cannot read
@@ -352,7 +351,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		return unix.EPERM
 	}
 	d.Syscall, d.Arch = call.name, call.arch
-	d.pathAddr, d.argvAddr, d.ptrSize = call.path, call.argv, call.ptrSize
+	d.pathAddr, d.argvAddr, d.ptrSize, d.dirfd = call.path, call.argv, call.ptrSize, call.dirfd
 	path, err := s.mem.readString(pid, call.path, pathMax, errNameLen)
 	if err != nil {
 		return s.readErrno(pid, err)
@@ -405,13 +404,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		return errno
 	}
 	defer unix.Close(tgt.fd)
-	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
-	d.Exec.Resolved = tgt.path
-	d.image, d.imageKnown = tgt.id, true
-	s.files.setCurrent(&tgt)
-	defer s.files.setCurrent(nil)
-	d.Result = s.pol.Decide(&d.Exec)
-	if errno := s.decideInterpreters(pid, root, call, tgt.fd, d); errno != 0 {
+	if errno := s.judge.decide(pid, root, &tgt, kernelFilename(call, path), d); errno != 0 {
 		return errno
 	}
 	switch d.Result.Decision {
@@ -423,57 +416,6 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 		}
 	}
 	return unix.EPERM
-}
-
-// decideInterpreters decides a #! script as what the kernel will run: its
-// interpreter line + the script + its arguments, following nested
-// interpreters as the kernel does. The strictest decision wins, so a script
-// cannot be used to start a denied interpreter. d.Expect becomes the argv
-// the new image will have, which verification compares against.
-func (s *Supervisor) decideInterpreters(pid, root int, call execCall, fd int, d *Decision) syscall.Errno {
-	argv := d.Exec.Argv
-	filename := kernelFilename(call, d.Exec.Path)
-	for depth := 0; depth < maxInterpDepth; depth++ {
-		interp, arg, ok := shebang(readHead(fd))
-		if !ok {
-			return 0
-		}
-		next := []string{interp}
-		if arg != "" {
-			next = append(next, arg)
-		}
-		next = append(next, filename)
-		if len(argv) > 1 {
-			next = append(next, argv[1:]...)
-		}
-		// The kernel looks the interpreter up as the caller would: a
-		// relative one from its working directory.
-		abs, errno := absPath(pid, root, unix.AT_FDCWD, interp)
-		if errno != 0 {
-			return errno
-		}
-		tgt, errno := openTarget(pid, root, abs)
-		if errno == unix.EPERM {
-			d.Result = policy.Result{Decision: policy.Deny}
-			d.Reason = reasonUnidentified + " " + interp
-		}
-		if errno != 0 {
-			return errno // a missing interpreter fails the exec as the kernel would
-		}
-		defer unix.Close(tgt.fd)
-		e := policy.Exec{Argv: next, Path: interp, Resolved: tgt.path, File: tgt.id, Known: true, Writable: tgt.writable}
-		s.files.setCurrent(&tgt)
-		r := s.pol.Decide(&e)
-		s.files.setCurrent(nil)
-		if r.Decision > d.Result.Decision {
-			d.Result = r
-		}
-		d.Interpreter = append(d.Interpreter, abs)
-		d.Expect = next
-		d.image = tgt.id
-		argv, filename, fd = next, interp, tgt.fd
-	}
-	return unix.ELOOP // the kernel gives up after BINPRM_MAX_RECURSION
 }
 
 // guard makes an allowed exec safe to continue: the caller is attached for

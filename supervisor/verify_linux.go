@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cordon-sandbox/cordon/policy"
@@ -76,8 +77,7 @@ const (
 // are re-injected. With PTRACE_O_EXITKILL, a tracee is killed if cordon
 // dies while attached: fail closed.
 type tracer struct {
-	pol   *policy.Policy // bound to files, which belong to the tracer thread
-	files *files
+	judge judge // its files view belongs to the tracer thread
 	log   *slog.Logger
 	// report receives kills at the exec event. It is called on the tracer
 	// thread.
@@ -120,10 +120,9 @@ type tracee struct {
 // errAttach wraps why ptrace could not attach to a caller.
 var errAttach = errors.New("cannot attach with ptrace")
 
-func newTracer(pol *policy.Policy, fs *files, log *slog.Logger, report func(*Decision)) *tracer {
+func newTracer(j judge, log *slog.Logger, report func(*Decision)) *tracer {
 	t := &tracer{
-		pol:     pol.WithFiles(fs),
-		files:   fs,
+		judge:   j,
 		log:     log,
 		report:  report,
 		reqs:    make(chan attachReq),
@@ -308,10 +307,7 @@ func (t *tracer) expire() {
 // loaded, before any of it runs.
 func (t *tracer) verify(pid int, tr *tracee) {
 	start := time.Now()
-	d := tr.d
-	d.Time = start
-	d.Pid = pid
-	ok, exec, res := t.decideImage(pid, &tr.d)
+	ok, d := t.decideImage(pid, &tr.d)
 	if ok {
 		t.detach(tr)
 		return
@@ -321,116 +317,136 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	// kills it; its death is reported to us and consumed by drain.
 	_ = unix.Kill(pid, unix.SIGKILL)
 	tr.killed = true
-	if exec.Argv == nil {
+	if d.Exec.Argv == nil {
 		return // it was already going away: its /proc entries are gone
 	}
-	d.Exec = exec
-	d.Result = res
+	d.Time, d.Pid = start, pid
+	d.Syscall, d.Arch = tr.d.Syscall, tr.d.Arch
 	d.Errno = unix.EPERM
-	d.Reason = ReasonChanged
+	if d.Reason == "" {
+		d.Reason = ReasonChanged
+	}
 	d.Latency = time.Since(start)
-	t.log.Debug("exec changed after check: killed", "pid", pid, "checked", FormatArgv(tr.d.Exec.Argv), "ran", FormatArgv(exec.Argv))
+	t.log.Debug("exec changed after check: killed", "pid", pid, "checked", FormatArgv(tr.d.Exec.Argv), "ran", FormatArgv(d.Exec.Argv))
 	if t.report != nil {
 		t.report(&d)
 	}
 }
 
-// decideImage reads pid's new argv and executable and decides them. It
-// allows when the policy allows, or when it asks and the same argv was
-// already approved when it was checked.
-func (t *tracer) decideImage(pid int, checked *Decision) (bool, policy.Exec, policy.Result) {
+// decideImage decides pid's new image, stopped at PTRACE_EVENT_EXEC, through
+// the judge, as the exec the caller made: the kernel's argv
+// (/proc/PID/cmdline), the file mapped (/proc/PID/exe) and, for a #!
+// script, the script. checked is the decision made at the notification, or
+// zero in ptrace-only supervision. The image must be the file checked (a
+// script's innermost interpreter), and the kernel's argv what was checked
+// (for a script, its interpreter form); an ask answered yes at the check
+// holds for the same argv only. It returns whether the image may run, and
+// the decision; a nil Argv in it means pid vanished (killed by someone else
+// while stopped): denied, with nothing to report.
+func (t *tracer) decideImage(pid int, checked *Decision) (bool, Decision) {
 	proc := "/proc/" + strconv.Itoa(pid)
-	// A nil Argv in the result means pid vanished (killed by someone else
-	// while stopped): it is denied, but there is nothing to report.
-	var exec policy.Exec
+	d := Decision{root: -1}
+	deny := policy.Result{Decision: policy.Deny}
 	raw, err := os.ReadFile(proc + "/cmdline")
 	if err != nil {
-		return false, exec, policy.Result{Decision: policy.Deny}
+		return false, d
 	}
-	fd, err := unix.Open(proc+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	exeFD, err := unix.Open(proc+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false, exec, policy.Result{Decision: policy.Deny}
+		return false, d
 	}
-	exec.Argv = splitCmdline(raw)
-	defer unix.Close(fd)
+	img, errno := statTarget(pid, exeFD)
+	if errno != 0 {
+		return false, d
+	}
+	defer unix.Close(img.fd)
+	kargv := splitCmdline(raw)
+	d.Exec = policy.Exec{Argv: kargv, Path: img.path}
+	d.Result = deny
 	// The new image runs in its caller's namespaces: they must still be
 	// the sandbox's (nothing there can change them; check anyway, since
 	// every path below is read in that root).
-	root, err := t.files.sandbox.openRoot(pid)
+	root, err := t.judge.files.sandbox.openRoot(pid)
 	if err != nil {
-		return false, exec, policy.Result{Decision: policy.Deny}
+		d.Reason = reasonForeign
+		return false, d
 	}
 	defer unix.Close(root)
-	id, _, err := fstatID(fd)
-	if err != nil {
-		return false, exec, policy.Result{Decision: policy.Deny}
-	}
-	if checked.imageKnown && !id.Same(checked.image) {
+	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
 		// interpreter): the path led elsewhere by the time the kernel
 		// opened it. Decided as what it is, and killed whatever that is.
-		exe, _ := os.Readlink(proc + "/exe")
-		exec.Path, exec.Resolved, exec.File, exec.Known = exe, exe, id, true
-		tgt := target{pid: pid, fd: fd, id: id, path: exe}
-		t.files.setCurrent(&tgt)
-		res := t.pol.Decide(&exec)
-		t.files.setCurrent(nil)
-		if res.Decision == policy.Allow {
-			res = policy.Result{Decision: policy.Deny}
-		}
-		return false, exec, res
+		t.judge.decide(pid, root, &img, img.path, &d)
+		return false, d
 	}
-	exe, _ := os.Readlink(proc + "/exe")
-	exec.Path, exec.Resolved, exec.File, exec.Known = exe, exe, id, true
-	var sfs unix.Statfs_t
-	exec.Writable = strings.HasPrefix(exe, "/memfd:") || (unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY == 0)
-	// An ask answered yes at the check holds if the kernel's argv is the
-	// one that was checked (for a script: its interpreter form).
+
+	// The exec the caller made: a #! script the check saw, one recognised
+	// from the kernel's argv (ptrace-only), or the image itself.
+	script, at := checked.Exec.Path, -1
+	if checked.Expect != nil {
+		// The kernel's argv is the interpreter line, the script's name,
+		// then the script's own arguments; a different prefix means the
+		// path changed after the check.
+		at = len(checked.Expect) - max(len(checked.Exec.Argv)-1, 0)
+		if at < 1 || len(kargv) < at || !equalArgv(kargv[:at], checked.Expect[:at]) {
+			return false, d
+		}
+	} else if t.follow {
+		if i := scriptBehind(pid, root, kargv); i > 0 {
+			script, at = kargv[i], i+1
+		}
+	}
+	if at > 0 {
+		sd := Decision{Exec: policy.Exec{Argv: append([]string{argv0(checked.Exec.Argv)}, kargv[at:]...), Path: script}}
+		if checked.Expect == nil {
+			sd.Exec.Argv[0] = script
+		}
+		tgt, filename, errno := t.reopen(pid, root, checked, script)
+		if errno != 0 {
+			return false, d
+		}
+		defer unix.Close(tgt.fd)
+		if errno := t.judge.decide(pid, root, &tgt, filename, &sd); errno != 0 ||
+			!equalArgv(sd.Expect, kargv) || !sd.image.Same(img.id) {
+			return false, d // not what the kernel ran
+		}
+		d = sd
+	} else if errno := t.judge.decide(pid, root, &img, img.path, &d); errno != 0 {
+		return false, d
+	}
 	want := checked.Exec.Argv
 	if checked.Expect != nil {
 		want = checked.Expect
 	}
-	approved := checked.Result.Decision == policy.Ask && equalArgv(want, exec.Argv)
-	tgt := target{pid: pid, fd: fd, id: id, path: exe}
-	t.files.setCurrent(&tgt)
-	res := t.pol.Decide(&exec)
-	t.files.setCurrent(nil)
-	if t.follow && checked.Expect == nil {
-		// Ptrace-only: no notification said this was a script. The
-		// kernel's rewrite shows: argv is the #! line's interpreter (and
-		// its argument), then a file whose #! line is exactly that.
-		if script, ok := t.scriptBehind(pid, root, exec.Argv); ok {
-			if r := t.pol.Decide(&script); r.Decision > res.Decision {
-				res, exec = r, script
-			}
-		}
-	}
-	if checked.Expect != nil {
-		// A #! script: the image is its interpreter, so decide the script
-		// too, with the arguments the kernel really copied. The kernel's
-		// argv is the interpreter line, the script's name, then the
-		// script's own arguments; a different prefix means the path
-		// changed after the check.
-		prefix := len(checked.Expect) - max(len(checked.Exec.Argv)-1, 0)
-		if prefix < 1 || len(exec.Argv) < prefix || !equalArgv(exec.Argv[:prefix], checked.Expect[:prefix]) {
-			return false, exec, policy.Result{Decision: policy.Deny}
-		}
-		script := checked.Exec
-		script.Argv = append([]string{argv0(checked.Exec.Argv)}, exec.Argv[prefix:]...)
-		if r := t.pol.Decide(&script); r.Decision > res.Decision {
-			res = r
-			exec = script
-		}
-	}
-	switch res.Decision {
+	switch d.Result.Decision {
 	case policy.Allow:
-		return true, exec, res
+		return true, d
 	case policy.Ask:
-		if approved {
-			return true, exec, res
-		}
+		return checked.Result.Decision == policy.Ask && equalArgv(want, kargv), d
 	}
-	return false, exec, res
+	return false, d
+}
+
+// reopen opens the #! script an exec ran, for the judge to decide it again
+// at the exec event: by the path the check resolved, or through the
+// caller's descriptor for fexecve. It returns the script and the name the
+// kernel gave its interpreter.
+func (t *tracer) reopen(pid, root int, checked *Decision, script string) (target, string, syscall.Errno) {
+	if checked.Expect == nil {
+		abs, errno := absPath(pid, root, unix.AT_FDCWD, script)
+		if errno != 0 {
+			return target{fd: -1}, "", errno
+		}
+		tgt, errno := openTarget(pid, root, abs)
+		return tgt, script, errno
+	}
+	filename := checked.Expect[len(checked.Expect)-max(len(checked.Exec.Argv)-1, 0)-1]
+	if checked.called == "" {
+		tgt, errno := openTargetFD(pid, checked.dirfd)
+		return tgt, filename, errno
+	}
+	tgt, errno := openTarget(pid, root, checked.called)
+	return tgt, filename, errno
 }
 
 // inExec reports whether pid is stopped inside execve or execveat (the
@@ -583,59 +599,62 @@ func groupStop(pid int) bool {
 
 // followExec decides an exec that no notification announced: allowed, the
 // tracee goes on (still followed); denied, it is killed before it runs.
+// Every decision is reported, allowed ones too, as the notify path does: an
+// ask's context ends with its report.
 func (t *tracer) followExec(pid int) {
 	start := time.Now()
 	var none Decision
-	ok, exec, res := t.decideImage(pid, &none)
-	d := Decision{Time: start, Pid: pid, Exec: exec, Result: res}
-	if !ok && res.Decision == policy.Ask && exec.Argv != nil && t.ask != nil {
+	ok, d := t.decideImage(pid, &none)
+	d.Time, d.Pid = start, pid
+	if !ok && d.Result.Decision == policy.Ask && d.Exec.Argv != nil && t.ask != nil {
 		ok = t.ask(&d)
 	}
 	if ok {
 		_ = unix.PtraceCont(pid, 0)
+	} else {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		d.Errno = unix.EPERM
+		if d.Reason == "" {
+			d.Reason = "ptrace-only supervision: killed at exec"
+		}
+	}
+	if d.Exec.Argv == nil {
 		return
 	}
-	_ = unix.Kill(pid, unix.SIGKILL)
-	if exec.Argv == nil {
-		return
-	}
-	d.Errno = unix.EPERM
-	d.Reason = "ptrace-only supervision: killed at exec"
 	d.Latency = time.Since(start)
 	if t.report != nil {
 		t.report(&d)
 	}
 }
 
-// scriptBehind recognises an image that the kernel started for a #! script
-// and returns the script's exec: its path as argv[0], then its arguments.
-func (t *tracer) scriptBehind(pid, root int, argv []string) (policy.Exec, bool) {
+// scriptBehind recognises an image that the kernel started for a #! script,
+// in ptrace-only supervision where no notification said so: the kernel's
+// argv is the #! line's interpreter (and its argument), then a file whose #!
+// line is exactly that. It returns the index of the script's name in argv,
+// or 0.
+func scriptBehind(pid, root int, argv []string) int {
 	for i := 1; i <= 2 && i < len(argv); i++ {
 		cand := argv[i]
 		if cand == "" {
 			continue
 		}
-		resolved, errno := absPath(pid, root, unix.AT_FDCWD, cand)
+		abs, errno := absPath(pid, root, unix.AT_FDCWD, cand)
 		if errno != 0 {
 			continue
 		}
-		tgt, errno := openTarget(pid, root, resolved)
+		tgt, errno := openTarget(pid, root, abs)
 		if errno != 0 {
 			continue
 		}
 		interp, arg, ok := shebang(readHead(tgt.fd))
+		unix.Close(tgt.fd)
 		want := []string{interp}
 		if arg != "" {
 			want = append(want, arg)
 		}
-		if !ok || len(want) != i || !equalArgv(want, argv[:i]) {
-			unix.Close(tgt.fd)
-			continue
+		if ok && len(want) == i && equalArgv(want, argv[:i]) {
+			return i
 		}
-		e := policy.Exec{Argv: append([]string{cand}, argv[i+1:]...), Path: cand, Resolved: tgt.path,
-			File: tgt.id, Known: true, Writable: tgt.writable}
-		unix.Close(tgt.fd)
-		return e, true
 	}
-	return policy.Exec{}, false
+	return 0
 }

@@ -2,8 +2,11 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,5 +41,55 @@ func TestPtraceOnlyWhenListenerIsTaken(t *testing.T) {
 	assert.Contains(t, stdout.String(), "rc=137", "it is killed at its exec event")
 	assert.Contains(t, stdout.String(), "rc2=137", "also deeper in the tree (forks are followed)")
 	assert.Contains(t, stderr.String(), `/bin/git push (rule: deny "git push"; ptrace-only supervision: killed at exec)`)
+	requireNoLeftovers(t)
+}
+
+// TestPtraceOnlyReportsEveryDecision checks that, supervised with ptrace only,
+// allowed execs and an ask answered yes are reported (audit log) as they are
+// with a notify listener: before, only kills were, so an asked exec left no
+// trace and the ask's context (a session's pending ask) was never closed.
+func TestPtraceOnlyReportsEveryDecision(t *testing.T) {
+	requireSeccompNotify(t)
+	gcc := requireTool(t, "gcc")
+	dir := t.TempDir()
+	holder := filepath.Join(dir, "holder")
+	out, err := exec.Command(gcc, "-o", holder, "testdata/holder.c").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	fake := fakeProgram(t, "git")
+	audit := filepath.Join(dir, "audit.jsonl")
+	pol := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte("rules:\n  - ask: git push\n"), 0o644))
+
+	cmd := exec.Command(holder, cordonBin, "--ask", "allow", "--audit", audit, "--policy", pol, "--",
+		"sh", "-c", "git status; git push origin main")
+	cmd.Dir = fake
+	cmd.Env = []string{"PATH=" + filepath.Join(fake, "bin") + ":/usr/bin:/bin", raceEnv}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	assert.Contains(t, stdout.String(), "git ran: push origin main", "the ask was answered yes")
+
+	b, err := os.ReadFile(audit)
+	require.NoError(t, err)
+	var asked, allowed bool
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct {
+			Argv     []string `json:"argv"`
+			Decision string   `json:"decision"`
+			Rule     string   `json:"rule"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		if len(rec.Argv) == 0 || filepath.Base(rec.Argv[0]) != "git" {
+			continue // argv[0] is the script's path: the fake git is a #! script
+		}
+		switch strings.Join(rec.Argv[1:], " ") {
+		case "push origin main":
+			asked = rec.Decision == "ask" && strings.Contains(rec.Rule, `ask "git push"`)
+		case "status":
+			allowed = rec.Decision == "allow"
+		}
+	}
+	assert.True(t, asked, "the asked exec is in the audit log:\n%s", b)
+	assert.True(t, allowed, "an allowed exec is in the audit log:\n%s", b)
 	requireNoLeftovers(t)
 }

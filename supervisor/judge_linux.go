@@ -1,0 +1,97 @@
+package supervisor
+
+import (
+	"syscall"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
+)
+
+// judge turns one exec into a decision: the caller, the file it runs
+// (opened in the caller's root), the path and the argv it runs it with. It
+// is the one function every exec goes through — at the notification, at
+// PTRACE_EVENT_EXEC when an allowed exec is verified, and in ptrace-only
+// supervision — so a rule, a script or a file means the same in each.
+//
+// A judge holds a policy bound to one view of the sandbox's files; the
+// supervisor's goroutine and the tracer's thread each have their own.
+type judge struct {
+	pol   *policy.Policy
+	files *files
+}
+
+func newJudge(pol *policy.Policy, fs *files) judge {
+	return judge{pol: pol.WithFiles(fs), files: fs}
+}
+
+// decide decides d.Exec (Argv and Path as the caller passed them), whose file
+// is tgt, for the caller pid with root directory root. filename is what the
+// kernel hands a #! interpreter as the script's name. It fills d.Exec's file
+// fields, d.Result, and for a #! script d.Interpreter and d.Expect; d.image
+// becomes the file the kernel will map (the file itself, or a script's
+// innermost interpreter). The errno is nonzero when the exec cannot succeed
+// or cannot be decided (d.Reason then says why): a missing interpreter
+// fails as the kernel would, one that cannot be identified is EPERM.
+//
+// A #! script is decided as itself and as what the kernel runs: its
+// interpreter line + the script + its arguments, following nested
+// interpreters as the kernel does. The strictest decision wins, so a script
+// cannot be used to start a denied interpreter.
+func (j judge) decide(pid, root int, tgt *target, filename string, d *Decision) syscall.Errno {
+	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
+	d.Exec.Resolved = tgt.path
+	d.image, d.imageKnown = tgt.id, true
+	d.Interpreter, d.Expect = nil, nil
+	j.files.setCurrent(tgt)
+	d.Result = j.pol.Decide(&d.Exec)
+	j.files.setCurrent(nil)
+
+	argv, fd := d.Exec.Argv, tgt.fd
+	var opened []int
+	defer func() {
+		for _, fd := range opened {
+			unix.Close(fd)
+		}
+	}()
+	for depth := 0; depth < maxInterpDepth; depth++ {
+		interp, arg, ok := shebang(readHead(fd))
+		if !ok {
+			return 0
+		}
+		next := []string{interp}
+		if arg != "" {
+			next = append(next, arg)
+		}
+		next = append(next, filename)
+		if len(argv) > 1 {
+			next = append(next, argv[1:]...)
+		}
+		// The kernel looks the interpreter up as the caller would: a
+		// relative one from its working directory.
+		abs, errno := absPath(pid, root, unix.AT_FDCWD, interp)
+		if errno != 0 {
+			return errno
+		}
+		it, errno := openTarget(pid, root, abs)
+		if errno == unix.EPERM {
+			d.Result = policy.Result{Decision: policy.Deny}
+			d.Reason = reasonUnidentified + " " + interp
+		}
+		if errno != 0 {
+			return errno // a missing interpreter fails the exec as the kernel would
+		}
+		opened = append(opened, it.fd)
+		e := policy.Exec{Argv: next, Path: interp, Resolved: it.path, File: it.id, Known: true, Writable: it.writable}
+		j.files.setCurrent(&it)
+		r := j.pol.Decide(&e)
+		j.files.setCurrent(nil)
+		if r.Decision > d.Result.Decision {
+			d.Result = r
+		}
+		d.Interpreter = append(d.Interpreter, abs)
+		d.Expect = next
+		d.image = it.id
+		argv, filename, fd = next, interp, it.fd
+	}
+	return unix.ELOOP // the kernel gives up after BINPRM_MAX_RECURSION
+}
