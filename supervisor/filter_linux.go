@@ -27,7 +27,8 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //     the kernel reads of the command): EPERM, so a sandboxed program cannot
 //     push keystrokes into the user's terminal;
 //   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
-//   - clone with CLONE_VM outside threads and plain vfork, and clone3: refused;
+//   - clone with CLONE_VM outside threads and plain vfork, with CLONE_FS or
+//     CLONE_FILES outside threads, and clone3: refused;
 //   - unshare and clone with a namespace flag, and setns: refused;
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
@@ -124,9 +125,18 @@ func buildFilter(notify bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving clone: %w", err)
 	}
+	// A process sharing the caller's working directory (CLONE_FS) or its
+	// descriptor table (CLONE_FILES) without being one of its threads
+	// could change what a relative path or a descriptor names after the
+	// check, and after the exec too (exec does not unshare the working
+	// directory): a dynamic loader opens its program by name after the
+	// exec event. Threads pass CLONE_THREAD; fork, vfork and posix_spawn
+	// pass neither.
 	for _, c := range []struct{ mask, want uint64 }{
 		{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_VFORK, unix.CLONE_VM},
 		{unix.CLONE_VM | unix.CLONE_THREAD | unix.CLONE_PARENT, unix.CLONE_VM | unix.CLONE_PARENT},
+		{unix.CLONE_FS | unix.CLONE_THREAD, unix.CLONE_FS},
+		{unix.CLONE_FILES | unix.CLONE_THREAD, unix.CLONE_FILES},
 	} {
 		cond, err := seccomp.MakeCondition(0, seccomp.CompareMaskedEqual, c.mask, c.want)
 		if err != nil {

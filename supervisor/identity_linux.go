@@ -309,7 +309,8 @@ func (f *files) expand(pattern string) []string {
 }
 
 // Digest implements policy.Files: SHA-256 of the file's content, cached by
-// the whole FileID so a file rewritten in place is hashed again.
+// the whole FileID so a file rewritten in place is hashed again, and only
+// for files on devices no mount of the sandbox can write (see below).
 func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	cur := f.cur()
 	f.mu.Lock()
@@ -353,6 +354,12 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	}
 	var sum [32]byte
 	copy(sum[:], h.Sum(nil))
+	if f.sandbox.writableDevice(id.Dev) {
+		// A file the sandbox can write may change without a new mtime or
+		// ctime: stores through a shared writable mapping after its first
+		// write fault update neither. Hash it again every time.
+		return sum, true
+	}
 	if len(f.digests) >= maxCached {
 		// The workload chooses how many distinct files it runs: start over
 		// rather than grow without bound.

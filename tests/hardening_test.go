@@ -224,3 +224,45 @@ func TestHardPathFlipToScript(t *testing.T) {
 	assert.NotContains(t, r.stdout, "DEPLOY RAN", "the denied script ran")
 	assert.Contains(t, r.stderr, `(rule: deny "d.sh")`)
 }
+
+// TestHardSharedWorkingDirectory shares the exec caller's working directory
+// with another process (clone(CLONE_FS) without CLONE_THREAD), which flips
+// it while the caller runs ./true through the dynamic loader: the loader
+// opens its program by name after the exec was checked and verified, in
+// whatever directory is current then. Before: "push" from a copy of echo
+// named true, in the default mode, strict mode and allowlist mode alike.
+func TestHardSharedWorkingDirectory(t *testing.T) {
+	requireSeccompNotify(t)
+	if _, err := os.Stat(loaderPath); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", loaderPath)
+	}
+	dir := t.TempDir()
+	prog := buildC(t, dir, "fsshare.c", "fsshare")
+	copyFile(t, "/bin/echo", filepath.Join(dir, "true"), 0o755)
+	r := runCordon(t, runOpts{dir: dir, timeout: 60 * time.Second}, "--deny", "echo push", "--",
+		prog, "-n", "200", "-g", "/usr/bin", "-b", dir, "-l", loaderPath, "-p", "./true", "push")
+	require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+	assert.Contains(t, r.stdout, "clone(CLONE_FS): Operation not permitted\n")
+	assert.Contains(t, r.stdout, "clone(CLONE_FILES): Operation not permitted\n")
+	assert.NotContains(t, r.stdout, "push\n", "the denied program ran")
+}
+
+// TestHardDigestAfterSilentWrite changes a file through a shared writable
+// mapping after its first write fault, which stamps no new mtime or ctime:
+// a copy of echo with one byte changed is decided (and its digest taken),
+// then the byte is put back, and the file, byte for byte echo again, keeps
+// the identity of the other program. Before: "push" ran.
+func TestHardDigestAfterSilentWrite(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	prog := buildC(t, dir, "mmapflip.c", "mmapflip")
+	fi, err := os.Stat("/bin/echo")
+	require.NoError(t, err)
+	off := strconv.FormatInt(fi.Size()/2, 10)
+	for i := 0; i < 3; i++ {
+		r := runCordon(t, runOpts{dir: dir}, "--deny", "echo push", "--", prog, "/bin/echo", filepath.Join(dir, "x"), off, "hello", "push")
+		assert.NotContains(t, r.stdout, "push\n", "an exact copy of echo ran: stderr: %s", r.stderr)
+		assert.Contains(t, r.stderr, `cordon: denied: `)
+		require.NoError(t, os.Remove(filepath.Join(dir, "x")))
+	}
+}
