@@ -67,6 +67,11 @@ type Loaded struct {
 	Trusted bool
 	// Sum is the loaded file's SHA-256 (hex), or "".
 	Sum string
+	// Root and Hidden are set when the search stopped at a repository root
+	// (Root) with no policy file, beyond which lies a project policy the user
+	// trusted (Hidden), and the user has not accepted the root: a run
+	// refuses it (see UntrustedError.Hides).
+	Root, Hidden string
 	// Warnings are discovery problems (files skipped) followed by the
 	// file's own warnings.
 	Warnings []string
@@ -109,16 +114,24 @@ func Candidates(opts Options) ([]Candidate, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	return opts.candidates(), nil
+	cands, _ := opts.candidates()
+	return cands, nil
 }
 
-func (o *Options) candidates() []Candidate {
+// candidates returns the candidates, and the repository root the walk
+// stopped at, or "" when it stopped at $HOME or /.
+func (o *Options) candidates() ([]Candidate, string) {
 	var out []Candidate
+	root := ""
 	for dir := o.Dir; ; {
 		for _, name := range ProjectNames {
 			out = append(out, Candidate{Path: filepath.Join(dir, name), Origin: OriginProject})
 		}
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil || dir == o.Home {
+		if dir == o.Home {
+			break
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			root = dir
 			break
 		}
 		parent := filepath.Dir(dir)
@@ -130,7 +143,35 @@ func (o *Options) candidates() []Candidate {
 	if o.ConfigHome != "" {
 		out = append(out, Candidate{Path: filepath.Join(o.ConfigHome, "cordon", "policy.yaml"), Origin: OriginUser})
 	}
-	return out
+	return out, root
+}
+
+// hiddenBy returns the nearest project policy file beyond the repository
+// root root (up to $HOME or /) that the user has trusted at some time, or
+// "". A workload can make any directory it can write a repository root (a
+// new .git): the next run started there would stop short of the policy that
+// applied to it before.
+func (o *Options) hiddenBy(root string, store *TrustStore) (string, error) {
+	tf, err := store.read()
+	if err != nil {
+		return "", err
+	}
+	for dir := root; dir != o.Home; {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+		for _, name := range ProjectNames {
+			p := filepath.Join(dir, name)
+			if _, known := tf.Files[p]; known {
+				if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // Load finds and parses the policy opts point to. A missing --policy file
@@ -152,12 +193,45 @@ func Load(opts Options) (*Loaded, error) {
 		return nil, err
 	}
 	l := &Loaded{}
-	if c, ok := l.find(opts.candidates()); ok {
+	cands, root := opts.candidates()
+	c, ok := l.find(cands)
+	if (!ok || c.Origin != OriginProject) && root != "" {
+		// No project file up to the repository root: make sure the root
+		// does not hide a policy the user relied on beyond it.
+		if err := l.checkRoot(opts, root); err != nil {
+			return l, err
+		}
+	}
+	if ok {
 		l.Origin, l.Path = c.Origin, c.Path
 		return l, l.readTrusted(opts)
 	}
 	l.Origin, l.File, l.Trusted = OriginBuiltin, Builtin(), true
 	return l, nil
+}
+
+// checkRoot refuses a repository root that hides a trusted project policy
+// (see hiddenBy) unless the user has accepted the root as such: it
+// returns an *UntrustedError for the root, or records the hidden file in
+// l.Hidden when opts.AllowUntrusted.
+func (l *Loaded) checkRoot(opts Options, root string) error {
+	store := opts.trustStore()
+	hidden, err := opts.hiddenBy(root, store)
+	if err != nil || hidden == "" {
+		return err
+	}
+	marker := filepath.Join(root, ".git")
+	ok, err := store.Trusted(marker, RootSum)
+	if err != nil || ok {
+		return err
+	}
+	l.Root, l.Hidden = root, hidden
+	if opts.AllowUntrusted {
+		l.Warnings = append(l.Warnings, fmt.Sprintf("%s is a repository root without a policy file: it hides %s, "+
+			"which applied here before; a run refuses it until you run \"cordon policy trust\" here", root, hidden))
+		return nil
+	}
+	return &UntrustedError{Path: marker, Origin: OriginProject, Sum: RootSum, Hides: hidden}
 }
 
 // fill completes opts from the process environment.

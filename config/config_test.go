@@ -103,7 +103,21 @@ func TestLoadProject(t *testing.T) {
 			for _, f := range tc.files {
 				write(t, filepath.Join(home, f), denyPush)
 			}
-			l, err := Load(Options{Dir: deep, Home: home, ConfigHome: filepath.Join(home, "xdg")})
+			opts := Options{Dir: deep, Home: home, ConfigHome: filepath.Join(home, "xdg")}
+			l, err := Load(opts)
+			if tc.want == "" && len(tc.files) > 0 {
+				// A trusted policy above the repository root does not apply
+				// in it, but the root must be accepted first: a workload
+				// can make any directory it writes a repository root.
+				var ue *UntrustedError
+				require.ErrorAs(t, err, &ue)
+				assert.Equal(t, filepath.Join(home, "repo", ".git"), ue.Path)
+				assert.Equal(t, filepath.Join(home, tc.files[0]), ue.Hides)
+				store, serr := TrustStoreFor(opts)
+				require.NoError(t, serr)
+				require.NoError(t, store.Trust(ue.Path, ue.Sum))
+				l, err = Load(opts)
+			}
 			require.NoError(t, err)
 			if tc.want == "" {
 				assert.Equal(t, OriginBuiltin, l.Origin)
@@ -223,4 +237,57 @@ func TestLoadSkipsUnsafeFiles(t *testing.T) {
 	l, err = Load(Options{Dir: deep, Home: home, ConfigHome: filepath.Join(home, "none")})
 	require.NoError(t, err)
 	assert.Contains(t, l.Warnings[0], "not a regular file")
+}
+
+// TestRepositoryRootHidingATrustedPolicy: a .git made where a trusted policy
+// applied (by a workload: any directory it writes) must not switch that
+// policy off silently; one above the root that was never trusted is not
+// in play.
+func TestRepositoryRootHidingATrustedPolicy(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	proj := filepath.Join(home, "proj")
+	require.NoError(t, os.MkdirAll(filepath.Join(proj, "sub"), 0o755))
+	opts := Options{Dir: proj, Home: home, ConfigHome: filepath.Join(home, "xdg"), StateHome: filepath.Join(root, "state")}
+	p := filepath.Join(home, "cordon.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(denyPush), 0o644))
+	require.NoError(t, opts.trustStore().Trust(p, Sum([]byte(denyPush))))
+
+	l, err := Load(opts)
+	require.NoError(t, err)
+	assert.Equal(t, p, l.Path, "no repository: the policy in $HOME applies")
+
+	for _, dir := range []string{proj, filepath.Join(proj, "sub")} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+		o := opts
+		o.Dir = dir
+		_, err = Load(o)
+		var ue *UntrustedError
+		require.ErrorAs(t, err, &ue, "a new repository root in %s", dir)
+		assert.Equal(t, p, ue.Hides)
+		assert.Contains(t, err.Error(), "hides "+p)
+		assert.Contains(t, err.Error(), `run "cordon policy trust" in `+dir)
+
+		o.AllowUntrusted = true
+		l, err = Load(o)
+		require.NoError(t, err)
+		assert.Equal(t, dir, l.Root)
+		assert.Equal(t, p, l.Hidden)
+
+		require.NoError(t, opts.trustStore().Trust(ue.Path, ue.Sum))
+		o.AllowUntrusted = false
+		l, err = Load(o)
+		require.NoError(t, err, "accepted")
+		assert.Equal(t, OriginBuiltin, l.Origin)
+	}
+
+	// Never trusted above the root: nothing is hidden.
+	other := filepath.Join(root, "other")
+	require.NoError(t, os.MkdirAll(filepath.Join(other, "repo", ".git"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "cordon.yaml"), []byte(denyPush), 0o644))
+	o := opts
+	o.Dir, o.Home = filepath.Join(other, "repo"), root
+	l, err = Load(o)
+	require.NoError(t, err)
+	assert.Equal(t, OriginBuiltin, l.Origin)
 }

@@ -19,16 +19,42 @@ var ErrNoTrustStore = errors.New("no place for the policy trust store: set XDG_S
 // content the user has not trusted at its path: new, or changed since.
 // A workload can write files in its working directory; this is what keeps
 // one it wrote from being the next run's policy.
+//
+// With Hides set, Path is a repository root's .git (Sum is RootSum): the
+// search for a project policy stops there, finds none, and so no longer
+// reaches Hides, a policy the user trusted for this directory before. A
+// workload can create a .git wherever it can write; this is what keeps one
+// from switching the next run's policy off.
 type UntrustedError struct {
 	Path   string
 	Origin Origin
 	// Sum is the SHA-256 of the content that was read, hex.
-	Sum string
+	Sum   string
+	Hides string
 }
 
+// RootSum is what the trust store records for an accepted repository root
+// (its .git's path) that hides a policy beyond it.
+const RootSum = "repository-root"
+
 func (e *UntrustedError) Error() string {
+	if e.Hides != "" {
+		root := filepath.Dir(e.Path)
+		return fmt.Sprintf("%s is new as a repository root without a policy file (%s): it hides %s, which applied here "+
+			"before; if that is meant, run \"cordon policy trust\" in %s (or pass --policy %s to keep it)",
+			root, e.Path, e.Hides, root, e.Hides)
+	}
 	return fmt.Sprintf("%s (%s) is new or changed since you last trusted it: review it, then run "+
 		"\"cordon policy trust %s\" (or pass --policy %s)", filepath.Base(e.Path), e.Path, e.Path, e.Path)
+}
+
+// Question is what to ask on a terminal before trusting.
+func (e *UntrustedError) Question() string {
+	if e.Hides != "" {
+		return fmt.Sprintf("%s is new as a repository root without a policy file: it hides %s. Run without it? [y/N] ",
+			filepath.Dir(e.Path), e.Hides)
+	}
+	return fmt.Sprintf("%s (%s) is new or changed since you last trusted it. Load it? [y/N] ", filepath.Base(e.Path), e.Path)
 }
 
 // Sum returns the hex SHA-256 of data, as the trust store records it.

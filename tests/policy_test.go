@@ -71,6 +71,14 @@ func TestPolicyDiscovery(t *testing.T) {
 	r := runCordon(t, runOpts{}, "policy", "trust", filepath.Join(root, "cordon.yaml"), filepath.Join(root, "repo/.cordon.yaml"),
 		filepath.Join(root, "repo/sub/cordon.yaml"), filepath.Join(xdg, "cordon/policy.yaml"))
 	require.Equal(t, 0, r.code, r.stderr)
+	// bare is a repository root with no policy file beneath the trusted
+	// root/cordon.yaml: it is refused until accepted as such (a workload
+	// can make any directory it writes a repository root).
+	r = runCordon(t, runOpts{dir: filepath.Join(root, "bare/sub"), env: []string{"XDG_CONFIG_HOME=" + emptyXDG}}, "--", "true")
+	require.Equal(t, 125, r.code, r.stderr)
+	require.Contains(t, r.stderr, "hides "+filepath.Join(root, "cordon.yaml"))
+	r = runCordon(t, runOpts{dir: filepath.Join(root, "bare"), env: []string{"XDG_CONFIG_HOME=" + emptyXDG}}, "policy", "trust")
+	require.Equal(t, 0, r.code, r.stderr)
 
 	tests := []struct {
 		name    string

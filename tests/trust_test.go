@@ -198,3 +198,38 @@ func TestPolicyFilesReadOnlyInSandbox(t *testing.T) {
 	assert.NotEqual(t, 0, r.code, r.stderr)
 	assert.NoFileExists(t, filepath.Join(w2.state, "cordon", "trusted.json"))
 }
+
+// TestPolicyHiddenByNewRepositoryRoot: the search for a project policy
+// stops at the first directory with a .git, and a workload can make one in
+// any directory it writes. Run 1 makes its working directory a repository
+// root; run 2 from there must not quietly lose the trusted policy that
+// applied before (found by the second red team: the built-in default ran
+// instead, and a denied ls listed the directory).
+func TestPolicyHiddenByNewRepositoryRoot(t *testing.T) {
+	requireSeccompNotify(t)
+	w := newTrustWorld(t)
+	proj := filepath.Join(w.home, "proj")
+	require.NoError(t, os.MkdirAll(proj, 0o755))
+	p := writeFile(t, w.home, "cordon.yaml", denyLs)
+	r := w.cordon(t, w.home, "policy", "trust")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = w.cordon(t, proj, "--", "ls")
+	require.Equal(t, 126, r.code, "the trusted policy applies in proj: %s", r.stderr)
+
+	r = w.cordon(t, proj, "--", "sh", "-c", "mkdir .git")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.cordon(t, proj, "--", "ls", "-a")
+	assert.Equal(t, 125, r.code, "run 2 refuses the new repository root: %s", r.stderr)
+	assert.NotContains(t, r.stdout, ".git", "ls did not run")
+	assert.Contains(t, r.stderr, proj+" is new as a repository root without a policy file")
+	assert.Contains(t, r.stderr, "hides "+p)
+
+	// The user accepts the root: runs there use what the search finds.
+	r = w.cordon(t, proj, "policy", "trust")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "trusted "+proj+" as a repository root")
+	r = w.cordon(t, proj, "--", "ls", "-a")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, ".git")
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cordon-sandbox/cordon/config"
@@ -150,8 +149,7 @@ func promptTrust(ue *config.UntrustedError) bool {
 	if !isTerminal(os.Stdin) || !isTerminal(os.Stderr) {
 		return false
 	}
-	fmt.Fprintf(os.Stderr, "cordon: %s (%s) is new or changed since you last trusted it. Load it? [y/N] ",
-		filepath.Base(ue.Path), ue.Path)
+	fmt.Fprint(os.Stderr, "cordon: "+ue.Question())
 	// One byte at a time: nothing past the answer's line is taken from the
 	// command's stdin.
 	var line []byte

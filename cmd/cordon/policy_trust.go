@@ -25,7 +25,11 @@ A discovered policy file is loaded only while its content is trusted: a
 sandboxed command can write files in its working directory, and one it wrote
 must not become the next run's policy. A new or changed file is refused
 (exit 125) unless cordon can ask on a terminal. Review the file first.
-Files named with --policy are trusted by being named, and never checked.`,
+Files named with --policy are trusted by being named, and never checked.
+
+Without FILE in a repository root that has no policy file but hides one you
+trusted beyond it (a .git made since, perhaps by a sandboxed command), it
+accepts the root: runs there stop using the hidden file.`,
 		Example: `  # Review, then trust the policy file that applies here
   cordon policy show
   cordon policy trust
@@ -46,6 +50,21 @@ func trustFiles(cmd *cobra.Command, files []string) error {
 		l, err := config.Load(config.Options{AllowUntrusted: true})
 		if err != nil {
 			return err
+		}
+		if l.Root != "" {
+			// No policy file up to this repository root, which hides one
+			// that applied here before: accept the root.
+			store, err := config.TrustStoreFor(config.Options{})
+			if err != nil {
+				return err
+			}
+			marker := filepath.Join(l.Root, ".git")
+			if err := store.Trust(marker, config.RootSum); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "trusted %s as a repository root without a policy file (%s no longer applies here; runs use %s)\n",
+				l.Root, l.Hidden, policyLabel(l))
+			return nil
 		}
 		if l.Origin == config.OriginBuiltin {
 			return errors.New("no policy file is discovered here (cordon.yaml or .cordon.yaml up to the repository root, $XDG_CONFIG_HOME/cordon/policy.yaml): nothing to trust")
