@@ -35,7 +35,6 @@ type memReader struct {
 	buf   []byte   // scratch for readString and readPointers
 	batch []byte   // first chunks of a batch of strings
 	ptrs  []uint64 // the argv pointers of the last readArgv
-	local []unix.Iovec
 	rem   []unix.RemoteIovec
 }
 

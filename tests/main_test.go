@@ -48,9 +48,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// inCI reports whether capability skips must fail (CI=true).
-func inCI() bool { return os.Getenv("CI") == "true" }
-
 func requireBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {

@@ -175,18 +175,6 @@ func (r *loopResult) ratio(name, metric string) *ratio {
 	return nil
 }
 
-func (r *loopResult) variant(name string) *variantStats {
-	if r == nil {
-		return nil
-	}
-	for _, v := range r.Variants {
-		if v.Name == name {
-			return v
-		}
-	}
-	return nil
-}
-
 // startupResult compares `cordon -- /bin/true` with bwrap running /bin/true
 // directly, with the same flags; wall from start to exit, in milliseconds.
 type startupResult struct {

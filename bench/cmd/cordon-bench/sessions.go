@@ -788,7 +788,6 @@ func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, mode
 		return x, fmt.Errorf("pidfd_open of the shim %d: %w", shimPid, err)
 	}
 	fds = append(fds, shimFD) // closed with the members'
-	members = append(members, procEntry{pid: shimPid})
 	done := make(chan error, 1)
 	var returned time.Time
 	start := time.Now()
@@ -835,7 +834,7 @@ func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, mode
 	x.firstExit, x.lastExit = ms(first.Sub(start)), ms(last.Sub(start))
 	x.leaderExit, x.shimExit = ms(exits[0].Sub(start)), ms(exits[len(exits)-1].Sub(start))
 	if err := <-done; err != nil {
-		return x, fmt.Errorf("Kill: %w", err)
+		return x, fmt.Errorf("killing the tree: %w", err)
 	}
 	x.returned = ms(returned.Sub(start))
 	x.escalated = mode == killLibrary && returned.Sub(start) >= grace
