@@ -42,11 +42,22 @@ bench-quick: build ## the same ratios with small counts (under a minute); report
 	CGO_ENABLED=1 $(GO) build -trimpath -o bin/cordon-bench ./bench/cmd/cordon-bench
 	bin/cordon-bench -quick -go $(GO) -cordon bin/cordon -out bench/quick
 
+# What a program that only talks to the daemon links: it must build without
+# cgo and on any OS, and api must stay a leaf (the standard library only).
+NOCGO_PKGS := ./api ./service ./client ./policy
+MODULE     := github.com/cordon-sandbox/cordon
+
 .PHONY: lint
-lint: deps ## gofmt, go vet and staticcheck (run by CI)
+lint: deps ## gofmt, go vet, staticcheck, the cgo-free client builds (linux, darwin), api's and client's dependencies (run by CI)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
+	GOOS=darwin CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./api | grep '^$(MODULE)/' | grep -vx '$(MODULE)/api'); \
+	 if [ -n "$$bad" ]; then echo "api may import the standard library only; it depends on:"; echo "$$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps -f '{{.ImportPath}}' ./client | grep '^$(MODULE)/' | grep -vxE '$(MODULE)/(client|api|service|internal/apiconv)'); \
+	 if [ -n "$$bad" ]; then echo "client may import only api, service and internal/apiconv of cordon; it depends on:"; echo "$$bad"; exit 1; fi
 
 .PHONY: verify
 verify: ## check that go.mod/go.sum are tidy

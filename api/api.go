@@ -1,15 +1,11 @@
 package api
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
-
-	"github.com/cordon-sandbox/cordon/sandbox"
 )
 
 // Route paths. Path parameters are written as in net/http patterns.
@@ -143,32 +139,47 @@ type SessionRequest struct {
 	ReportAllowed bool `json:"report_allowed,omitempty"`
 }
 
-// Spec converts r.
-func (r SessionRequest) Spec() sandbox.SessionSpec {
-	return sandbox.SessionSpec{
-		Name: r.Name, Dir: r.Dir, RW: r.RW, RO: r.RO, Net: r.Net, Env: r.Env,
-		Policy: r.Policy, Carry: r.Carry, ReportAllowed: r.ReportAllowed,
-	}
-}
-
-// SessionRequestOf converts spec (Ask cannot travel).
-func SessionRequestOf(spec sandbox.SessionSpec) SessionRequest {
-	return SessionRequest{
-		Name: spec.Name, Dir: spec.Dir, RW: spec.RW, RO: spec.RO, Net: spec.Net, Env: spec.Env,
-		Policy: spec.Policy, Carry: spec.Carry, ReportAllowed: spec.ReportAllowed,
-	}
-}
-
 // Session is a session as the API shows it.
-type Session = sandbox.SessionInfo
+type Session struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	Carry     bool      `json:"carry,omitempty"`
+	// Cwd is the carried working directory (carry mode).
+	Cwd string `json:"cwd,omitempty"`
+	// Processes counts the started processes still on record.
+	Processes int `json:"processes"`
+	// Error says why a lost session was lost.
+	Error string `json:"error,omitempty"`
+	// LastDecision is the cursor of the session's newest exec decision.
+	LastDecision uint64 `json:"last_decision"`
+}
 
 // Sessions is the body of GET /v1/sessions.
 type Sessions struct {
 	Sessions []Session `json:"sessions"`
 }
 
-// Decision is one exec decision.
-type Decision = sandbox.Decision
+// ExecDecision is one exec decided by a session's policy.
+type ExecDecision struct {
+	Time time.Time `json:"time"`
+	// Decision is "allow" or "deny"; "ask" while the exec waits for an
+	// answer (the final decision follows as its own event).
+	Decision string `json:"decision"`
+	// Asked: the policy said ask.
+	Asked bool `json:"asked,omitempty"`
+	// Rule is the deciding rule (deny "git push"), or "default allow".
+	Rule string   `json:"rule"`
+	Argv []string `json:"argv"`
+	// Program is the executable's path in the sandbox.
+	Program string `json:"program,omitempty"`
+	// Pid is the caller's pid in the sandbox's pid namespace.
+	Pid int `json:"pid,omitempty"`
+	// Process is the id of the started process whose tree made the exec,
+	// when known (session-wide decision streams; empty in exec results).
+	Process string `json:"process,omitempty"`
+}
 
 // Exit is how a process ended.
 type Exit struct {
@@ -183,29 +194,6 @@ type Exit struct {
 	Error         string    `json:"error,omitempty"`
 	Denied        bool      `json:"denied"`
 	Lost          bool      `json:"lost"`
-}
-
-// ExitOf converts e.
-func ExitOf(e sandbox.ExitInfo) Exit {
-	return Exit{
-		ExitCode: e.ExitCode, Signal: e.Signal, TimedOut: e.TimedOut, KillRequested: e.KillRequested,
-		StartedAt: e.StartedAt, ExitedAt: e.ExitedAt, DurationMs: time.Duration(e.Duration).Milliseconds(),
-		Orphans: e.Orphans, Error: e.Error, Denied: e.Denied, Lost: e.Lost,
-	}
-}
-
-// Info converts e back. The duration is the exit time minus the start
-// time (the wire carries milliseconds only).
-func (e Exit) Info() sandbox.ExitInfo {
-	d := e.ExitedAt.Sub(e.StartedAt)
-	if e.ExitedAt.IsZero() || e.StartedAt.IsZero() {
-		d = time.Duration(e.DurationMs) * time.Millisecond
-	}
-	return sandbox.ExitInfo{
-		ExitCode: e.ExitCode, Signal: e.Signal, TimedOut: e.TimedOut, KillRequested: e.KillRequested,
-		StartedAt: e.StartedAt, ExitedAt: e.ExitedAt, Duration: sandbox.Duration(d),
-		Orphans: e.Orphans, Error: e.Error, Denied: e.Denied, Lost: e.Lost,
-	}
 }
 
 // ExecRequest is the body of POST /v1/exec. Exactly one of Argv and Script
@@ -232,122 +220,22 @@ type ExecRequest struct {
 	Encoding string `json:"encoding,omitempty"`
 }
 
-// Request converts r; the session id is copied as is.
-func (r ExecRequest) Request() (sandbox.ExecRequest, error) {
-	req := sandbox.ExecRequest{
-		Session: r.SessionID, Argv: r.Argv, Script: r.Script, Dir: r.Cwd, Env: r.Env,
-		Timeout: msDuration(r.TimeoutMs), KillGrace: msDuration(r.KillGraceMs), MaxOutput: r.MaxOutput,
-	}
-	if r.Sandbox != nil {
-		spec := r.Sandbox.Spec()
-		req.Sandbox = &spec
-	}
-	switch {
-	case r.Stdin != nil && r.StdinB64 != nil:
-		return req, fmt.Errorf("%w: both stdin and stdin_b64", sandbox.ErrInvalid)
-	case r.Stdin != nil:
-		req.Stdin = []byte(*r.Stdin)
-	case r.StdinB64 != nil:
-		b, err := base64.StdEncoding.DecodeString(*r.StdinB64)
-		if err != nil {
-			return req, fmt.Errorf("%w: stdin_b64: %v", sandbox.ErrInvalid, err)
-		}
-		req.Stdin = b
-	}
-	if r.TimeoutMs < 0 || r.KillGraceMs < 0 || r.MaxOutput < 0 {
-		return req, fmt.Errorf("%w: timeout_ms, kill_grace_ms and max_output must not be negative", sandbox.ErrInvalid)
-	}
-	switch r.Encoding {
-	case "", EncodingText, EncodingBase64:
-	default:
-		return req, fmt.Errorf("%w: encoding %q (want text or base64)", sandbox.ErrInvalid, r.Encoding)
-	}
-	return req, nil
-}
-
-// ExecRequestOf converts req for the wire, with bytes as base64.
-func ExecRequestOf(req sandbox.ExecRequest) ExecRequest {
-	r := ExecRequest{
-		Argv: req.Argv, Script: req.Script, SessionID: req.Session, Cwd: req.Dir, Env: req.Env,
-		TimeoutMs: durationMs(req.Timeout), KillGraceMs: durationMs(req.KillGrace), MaxOutput: req.MaxOutput,
-		Encoding: EncodingBase64,
-	}
-	if req.Sandbox != nil {
-		sr := SessionRequestOf(*req.Sandbox)
-		r.Sandbox = &sr
-	}
-	if req.Stdin != nil {
-		s := base64.StdEncoding.EncodeToString(req.Stdin)
-		r.StdinB64 = &s
-	}
-	return r
-}
-
 // ExecResult is the body POST /v1/exec answers with. In text encoding
 // Stdout and Stderr are set (bytes that are not UTF-8 become U+FFFD and
 // the *_lossy flag says so); in base64 encoding StdoutB64 and StderrB64.
 type ExecResult struct {
 	Exit
-	Stdout          *string    `json:"stdout,omitempty"`
-	Stderr          *string    `json:"stderr,omitempty"`
-	StdoutB64       *string    `json:"stdout_b64,omitempty"`
-	StderrB64       *string    `json:"stderr_b64,omitempty"`
-	StdoutLossy     bool       `json:"stdout_lossy,omitempty"`
-	StderrLossy     bool       `json:"stderr_lossy,omitempty"`
-	StdoutTruncated bool       `json:"stdout_truncated"`
-	StderrTruncated bool       `json:"stderr_truncated"`
-	Decisions       []Decision `json:"decisions"`
+	Stdout          *string        `json:"stdout,omitempty"`
+	Stderr          *string        `json:"stderr,omitempty"`
+	StdoutB64       *string        `json:"stdout_b64,omitempty"`
+	StderrB64       *string        `json:"stderr_b64,omitempty"`
+	StdoutLossy     bool           `json:"stdout_lossy,omitempty"`
+	StderrLossy     bool           `json:"stderr_lossy,omitempty"`
+	StdoutTruncated bool           `json:"stdout_truncated"`
+	StderrTruncated bool           `json:"stderr_truncated"`
+	Decisions       []ExecDecision `json:"decisions"`
 	// Cwd is the session's carried working directory after the command.
 	Cwd string `json:"cwd,omitempty"`
-}
-
-// ExecResultOf converts res in the given encoding.
-func ExecResultOf(res sandbox.ExecResult, encoding string) ExecResult {
-	out := ExecResult{
-		Exit: ExitOf(res.ExitInfo), StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
-		Decisions: res.Decisions, Cwd: res.Cwd,
-	}
-	if out.Decisions == nil {
-		out.Decisions = []Decision{}
-	}
-	if encoding == EncodingBase64 {
-		o, e := base64.StdEncoding.EncodeToString(res.Stdout), base64.StdEncoding.EncodeToString(res.Stderr)
-		out.StdoutB64, out.StderrB64 = &o, &e
-		return out
-	}
-	o, e := string(res.Stdout), string(res.Stderr)
-	out.Stdout, out.Stderr = &o, &e
-	out.StdoutLossy, out.StderrLossy = !utf8.Valid(res.Stdout), !utf8.Valid(res.Stderr)
-	return out
-}
-
-// Result converts r back (either encoding).
-func (r ExecResult) Result() (sandbox.ExecResult, error) {
-	res := sandbox.ExecResult{
-		ExitInfo: r.Exit.Info(), StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
-		Decisions: r.Decisions, Cwd: r.Cwd,
-	}
-	if len(res.Decisions) == 0 {
-		res.Decisions = nil
-	}
-	var err error
-	if res.Stdout, err = bytesOf(r.Stdout, r.StdoutB64); err != nil {
-		return res, fmt.Errorf("stdout: %w", err)
-	}
-	if res.Stderr, err = bytesOf(r.Stderr, r.StderrB64); err != nil {
-		return res, fmt.Errorf("stderr: %w", err)
-	}
-	return res, nil
-}
-
-func bytesOf(text, b64 *string) ([]byte, error) {
-	switch {
-	case b64 != nil:
-		return base64.StdEncoding.DecodeString(*b64)
-	case text != nil:
-		return []byte(*text), nil
-	}
-	return []byte{}, nil
 }
 
 // StartRequest is the body of POST /v1/processes. Exactly one of Argv and
@@ -365,25 +253,6 @@ type StartRequest struct {
 	KillGraceMs int64  `json:"kill_grace_ms,omitempty"`
 }
 
-// Request converts r; the session id is copied as is.
-func (r StartRequest) Request() (sandbox.StartRequest, error) {
-	if r.TimeoutMs < 0 || r.KillGraceMs < 0 {
-		return sandbox.StartRequest{}, fmt.Errorf("%w: timeout_ms and kill_grace_ms must not be negative", sandbox.ErrInvalid)
-	}
-	return sandbox.StartRequest{
-		Session: r.SessionID, Argv: r.Argv, Script: r.Script, Dir: r.Cwd, Env: r.Env,
-		Stdin: sandbox.StdinMode(r.Stdin), Timeout: msDuration(r.TimeoutMs), KillGrace: msDuration(r.KillGraceMs),
-	}, nil
-}
-
-// StartRequestOf converts req for the wire.
-func StartRequestOf(req sandbox.StartRequest) StartRequest {
-	return StartRequest{
-		Argv: req.Argv, Script: req.Script, SessionID: req.Session, Cwd: req.Dir, Env: req.Env,
-		Stdin: string(req.Stdin), TimeoutMs: durationMs(req.Timeout), KillGraceMs: durationMs(req.KillGrace),
-	}
-}
-
 // Process is a started process as the API shows it.
 type Process struct {
 	ID        string    `json:"id"`
@@ -397,32 +266,6 @@ type Process struct {
 	Exit      *Exit     `json:"exit,omitempty"`
 	// LastEvent is the cursor of the newest event.
 	LastEvent uint64 `json:"last_event"`
-}
-
-// ProcessOf converts p; ids are copied as they are.
-func ProcessOf(p sandbox.ProcessInfo) Process {
-	out := Process{
-		ID: p.ID, SessionID: p.Session, Argv: p.Argv, Script: p.Script, Cwd: p.Dir, State: string(p.State),
-		StartedAt: p.StartedAt, Stdin: string(p.Stdin), LastEvent: p.LastEvent,
-	}
-	if p.Exit != nil {
-		e := ExitOf(*p.Exit)
-		out.Exit = &e
-	}
-	return out
-}
-
-// Info converts p back.
-func (p Process) Info() sandbox.ProcessInfo {
-	out := sandbox.ProcessInfo{
-		ID: p.ID, Session: p.SessionID, Argv: p.Argv, Script: p.Script, Dir: p.Cwd, State: sandbox.ProcessState(p.State),
-		StartedAt: p.StartedAt, Stdin: sandbox.StdinMode(p.Stdin), LastEvent: p.LastEvent,
-	}
-	if p.Exit != nil {
-		e := p.Exit.Info()
-		out.Exit = &e
-	}
-	return out
 }
 
 // Processes is the body of GET /v1/processes.
@@ -449,68 +292,19 @@ type KillRequest struct {
 // event's id is Seq and its type Kind). Output is Text when it is valid
 // UTF-8, else DataB64.
 type Event struct {
-	Seq      uint64    `json:"seq"`
-	Time     time.Time `json:"time"`
-	Kind     string    `json:"kind"`
-	Text     *string   `json:"text,omitempty"`
-	DataB64  *string   `json:"data_b64,omitempty"`
-	Decision *Decision `json:"decision,omitempty"`
-	Exit     *Exit     `json:"exit,omitempty"`
+	Seq      uint64        `json:"seq"`
+	Time     time.Time     `json:"time"`
+	Kind     string        `json:"kind"`
+	Text     *string       `json:"text,omitempty"`
+	DataB64  *string       `json:"data_b64,omitempty"`
+	Decision *ExecDecision `json:"decision,omitempty"`
+	Exit     *Exit         `json:"exit,omitempty"`
 	// Dropped counts the events lost to the retention buffer (kind
 	// "truncated").
 	Dropped uint64 `json:"dropped,omitempty"`
 }
 
-// EventOf converts ev.
-func EventOf(ev sandbox.Event) Event {
-	out := Event{Seq: ev.Seq, Time: ev.Time, Kind: string(ev.Kind), Decision: ev.Decision, Dropped: ev.Dropped}
-	if ev.Data != nil {
-		if utf8.Valid(ev.Data) {
-			s := string(ev.Data)
-			out.Text = &s
-		} else {
-			s := base64.StdEncoding.EncodeToString(ev.Data)
-			out.DataB64 = &s
-		}
-	}
-	if ev.Exit != nil {
-		e := ExitOf(*ev.Exit)
-		out.Exit = &e
-	}
-	return out
-}
-
-// SandboxEvent converts e back.
-func (e Event) SandboxEvent() (sandbox.Event, error) {
-	out := sandbox.Event{Seq: e.Seq, Time: e.Time, Kind: sandbox.EventKind(e.Kind), Decision: e.Decision, Dropped: e.Dropped}
-	if e.Text != nil || e.DataB64 != nil {
-		b, err := bytesOf(e.Text, e.DataB64)
-		if err != nil {
-			return out, fmt.Errorf("event %d: %w", e.Seq, err)
-		}
-		out.Data = b
-	}
-	if e.Exit != nil {
-		x := e.Exit.Info()
-		out.Exit = &x
-	}
-	return out, nil
-}
-
 // Shutdown is the body POST /v1/shutdown answers with.
 type Shutdown struct {
 	ShuttingDown bool `json:"shutting_down"`
-}
-
-func msDuration(ms int64) sandbox.Duration {
-	return sandbox.Duration(time.Duration(ms) * time.Millisecond)
-}
-
-// durationMs rounds a positive duration up to a whole millisecond, so a
-// sub-millisecond timeout is not lost.
-func durationMs(d sandbox.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((time.Duration(d) + time.Millisecond - 1) / time.Millisecond)
 }

@@ -14,11 +14,10 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/runner"
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
-// Errors callers branch on, besides package sandbox's.
+// Errors callers branch on, besides package service's.
 var (
 	// ErrUnavailable: no daemon answers at the endpoint.
 	ErrUnavailable = errors.New("the cordon daemon is not reachable")
@@ -46,21 +45,21 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error {
 	switch e.Code {
 	case api.CodeNotFound:
-		return sandbox.ErrNotFound
+		return service.ErrNotFound
 	case api.CodeExists:
-		return sandbox.ErrExists
+		return service.ErrExists
 	case api.CodeBusy:
-		return sandbox.ErrBusy
+		return service.ErrBusy
 	case api.CodeClosed:
-		return sandbox.ErrClosed
+		return service.ErrClosed
 	case api.CodeLost:
-		return sandbox.ErrSessionLost
+		return service.ErrSessionLost
 	case api.CodeExited:
-		return sandbox.ErrExited
+		return service.ErrExited
 	case api.CodeNoStdin:
-		return sandbox.ErrNoStdin
+		return service.ErrNoStdin
 	case api.CodeBadRequest:
-		return sandbox.ErrInvalid
+		return service.ErrInvalid
 	case api.CodeStale:
 		return ErrStale
 	case api.CodeUnauthorized:
@@ -68,7 +67,7 @@ func (e *Error) Unwrap() error {
 	case api.CodeForbidden:
 		return ErrForbidden
 	case api.CodeSetup:
-		return runner.ErrSetup
+		return service.ErrSetup
 	}
 	return nil
 }
@@ -120,7 +119,7 @@ type Client struct {
 	base string
 }
 
-var _ sandbox.Service = (*Client)(nil)
+var _ service.Service = (*Client)(nil)
 
 // New returns a client for ep. Requests are bounded by their contexts
 // only: an exec or a wait may take as long as the command does.

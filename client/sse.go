@@ -11,18 +11,19 @@ import (
 	"strings"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/internal/apiconv"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 // stream reads a server-sent event stream. untilExit: the stream must end
 // with an exit event; ending before it is an error (the daemon went away).
-func (c *Client) stream(ctx context.Context, path string, untilExit bool) iter.Seq2[sandbox.Event, error] {
-	return func(yield func(sandbox.Event, error) bool) {
+func (c *Client) stream(ctx context.Context, path string, untilExit bool) iter.Seq2[service.Event, error] {
+	return func(yield func(service.Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		resp, err := c.request(ctx, "GET", path, nil)
 		if err != nil {
-			yield(sandbox.Event{}, err)
+			yield(service.Event{}, err)
 			return
 		}
 		defer resp.Body.Close()
@@ -32,12 +33,12 @@ func (c *Client) stream(ctx context.Context, path string, untilExit bool) iter.S
 			if err != nil {
 				switch {
 				case ctx.Err() != nil:
-					yield(sandbox.Event{}, ctx.Err())
+					yield(service.Event{}, ctx.Err())
 				case errors.Is(err, io.EOF) && !untilExit:
 				case errors.Is(err, io.EOF):
-					yield(sandbox.Event{}, fmt.Errorf("%w: the event stream ended before the exit", ErrUnavailable))
+					yield(service.Event{}, fmt.Errorf("%w: the event stream ended before the exit", ErrUnavailable))
 				default:
-					yield(sandbox.Event{}, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err))
+					yield(service.Event{}, fmt.Errorf("%w: reading events: %v", ErrUnavailable, err))
 				}
 				return
 			}
@@ -47,19 +48,19 @@ func (c *Client) stream(ctx context.Context, path string, untilExit bool) iter.S
 			if msg.event == "error" {
 				var e api.Error
 				_ = json.Unmarshal([]byte(msg.data), &e)
-				yield(sandbox.Event{}, &Error{Code: e.Code, Message: e.Message})
+				yield(service.Event{}, &Error{Code: e.Code, Message: e.Message})
 				return
 			}
 			var wire api.Event
 			if err := json.Unmarshal([]byte(msg.data), &wire); err != nil {
-				yield(sandbox.Event{}, fmt.Errorf("event %s: %w", msg.id, err))
+				yield(service.Event{}, fmt.Errorf("event %s: %w", msg.id, err))
 				return
 			}
-			ev, err := wire.SandboxEvent()
+			ev, err := apiconv.Event(wire)
 			if !yield(ev, err) || err != nil {
 				return
 			}
-			if ev.Kind == sandbox.EventExit {
+			if ev.Kind == service.EventExit {
 				return
 			}
 		}

@@ -1,15 +1,18 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"syscall"
+
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 // ErrSetup marks cordon's own failures (bubblewrap missing or failing, the
-// filter not loading): the command never started. The CLI exits 125.
-var ErrSetup = errors.New("sandbox setup failed")
+// filter not loading): the command never started. The CLI exits 125. It is
+// service.ErrSetup, so the daemon's client can return it without linking
+// the runner.
+var ErrSetup = service.ErrSetup
 
 // SetupError is a setup failure with what the user can do about it.
 type SetupError struct {

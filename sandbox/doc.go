@@ -7,9 +7,11 @@
 // starting a process with a random id and streaming its output, policy
 // decisions and exit as events with cursors (Start, Events), signalling and
 // killing a process's whole tree however it detached, and closing a session
-// so that nothing of it survives. The types marshal to JSON and the Service
-// interface is what a transport (the daemon's HTTP API) exposes; Manager is
-// the in-process implementation.
+// so that nothing of it survives. Manager implements service.Service, the
+// interface a transport (the daemon's HTTP API) exposes; the request,
+// result and event types are package service's, named here by aliases
+// (api.go) so that the daemon's client can use them without linking this
+// package.
 //
 // It must never signal a pid it has not verified (every signal goes through
 // a pidfd of a process known to be in the tree), never copy a process's

@@ -1,7 +1,9 @@
 // Package server is the cordon daemon's HTTP API: it serves a
-// sandbox.Service (in the daemon, a sandbox.Manager) as JSON over HTTP/1.1,
+// service.Service (in the daemon, a sandbox.Manager) as JSON over HTTP/1.1,
 // with server-sent event streams for a process's events and a session's
-// exec decisions.
+// exec decisions. Every body is one of package api's types; the library's
+// values are converted at this edge (internal/apiconv). It imports the
+// Service interface, not its implementation, so it builds without cgo.
 //
 // It owns the routes (documented in openapi.yaml, which a test checks
 // against the mux), the mapping between the library's ids and the API's

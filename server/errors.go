@@ -7,8 +7,7 @@ import (
 	"os"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/runner"
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 // classify gives an error its status and code.
@@ -17,25 +16,25 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.Is(err, ErrStale):
 		return http.StatusConflict, api.CodeStale
-	case errors.Is(err, sandbox.ErrNotFound):
+	case errors.Is(err, service.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound
-	case errors.Is(err, sandbox.ErrExists):
+	case errors.Is(err, service.ErrExists):
 		return http.StatusConflict, api.CodeExists
-	case errors.Is(err, sandbox.ErrBusy):
+	case errors.Is(err, service.ErrBusy):
 		return http.StatusConflict, api.CodeBusy
-	case errors.Is(err, sandbox.ErrSessionLost):
+	case errors.Is(err, service.ErrSessionLost):
 		return http.StatusConflict, api.CodeLost
-	case errors.Is(err, sandbox.ErrClosed):
+	case errors.Is(err, service.ErrClosed):
 		return http.StatusConflict, api.CodeClosed
-	case errors.Is(err, sandbox.ErrExited):
+	case errors.Is(err, service.ErrExited):
 		return http.StatusConflict, api.CodeExited
-	case errors.Is(err, sandbox.ErrNoStdin), errors.Is(err, os.ErrClosed):
+	case errors.Is(err, service.ErrNoStdin), errors.Is(err, os.ErrClosed):
 		return http.StatusConflict, api.CodeNoStdin
-	case errors.Is(err, sandbox.ErrInvalid), errors.Is(err, sandbox.ErrInvalidSignal), errors.Is(err, errBadRequest):
+	case errors.Is(err, service.ErrInvalid), errors.Is(err, service.ErrInvalidSignal), errors.Is(err, errBadRequest):
 		return http.StatusBadRequest, api.CodeBadRequest
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, api.CodeTooLarge
-	case errors.Is(err, runner.ErrSetup):
+	case errors.Is(err, service.ErrSetup):
 		return http.StatusInternalServerError, api.CodeSetup
 	}
 	return http.StatusInternalServerError, api.CodeInternal

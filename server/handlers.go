@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/internal/apiconv"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 // decode reads a JSON body into v; unknown fields are refused, so a typo
@@ -54,7 +55,7 @@ func (s *Server) sessionRef(r *http.Request, ref string) (string, error) {
 			return si.ID, nil
 		}
 	}
-	return "", fmt.Errorf("session %q: %w", ref, sandbox.ErrNotFound)
+	return "", fmt.Errorf("session %q: %w", ref, service.ErrNotFound)
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
@@ -72,13 +73,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.ids.sessionInfo(info))
+	writeJSON(w, http.StatusCreated, apiconv.APISession(s.ids.sessionInfo(info)))
 }
 
 // spec converts a session request; the daemon's default directory is "/"
 // (nothing writable but the sandbox's own /tmp) when none is given.
-func (s *Server) spec(req api.SessionRequest) sandbox.SessionSpec {
-	spec := req.Spec()
+func (s *Server) spec(req api.SessionRequest) service.SessionSpec {
+	spec := apiconv.SessionSpec(req)
 	if spec.Dir == "" {
 		spec.Dir = "/"
 	}
@@ -101,7 +102,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.Sessions{Sessions: make([]api.Session, len(list))}
 	for i, si := range list {
-		out.Sessions[i] = s.ids.sessionInfo(si)
+		out.Sessions[i] = apiconv.APISession(s.ids.sessionInfo(si))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -117,7 +118,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.ids.sessionInfo(info))
+	writeJSON(w, http.StatusOK, apiconv.APISession(s.ids.sessionInfo(info)))
 }
 
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +145,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if enc := r.URL.Query().Get("encoding"); enc != "" {
 		req.Encoding = enc
 	}
-	lreq, err := req.Request()
+	lreq, err := apiconv.ExecRequest(req)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -170,7 +171,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res.Decisions = s.ids.decisions(lreq.Session, res.Decisions)
-	writeJSON(w, http.StatusOK, api.ExecResultOf(res, req.Encoding))
+	writeJSON(w, http.StatusOK, apiconv.APIExecResult(res, req.Encoding))
 }
 
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
@@ -179,7 +180,7 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	lreq, err := req.Request()
+	lreq, err := apiconv.StartRequest(req)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -195,7 +196,7 @@ func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, api.ProcessOf(s.ids.processInfo(info)))
+	writeJSON(w, http.StatusCreated, apiconv.APIProcess(s.ids.processInfo(info)))
 }
 
 func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
@@ -221,14 +222,14 @@ func (s *Server) listProcesses(w http.ResponseWriter, r *http.Request) {
 	for _, id := range sessions {
 		ps, err := s.o.Service.ListProcesses(r.Context(), id)
 		if err != nil {
-			if len(sessions) > 1 && errors.Is(err, sandbox.ErrNotFound) {
+			if len(sessions) > 1 && errors.Is(err, service.ErrNotFound) {
 				continue // closed meanwhile
 			}
 			s.fail(w, err)
 			return
 		}
 		for _, p := range ps {
-			out.Processes = append(out.Processes, api.ProcessOf(s.ids.processInfo(p)))
+			out.Processes = append(out.Processes, apiconv.APIProcess(s.ids.processInfo(p)))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -250,7 +251,7 @@ func (s *Server) getProcess(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ProcessOf(s.ids.processInfo(info)))
+	writeJSON(w, http.StatusOK, apiconv.APIProcess(s.ids.processInfo(info)))
 }
 
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +265,7 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ExitOf(exit))
+	writeJSON(w, http.StatusOK, apiconv.APIExit(exit))
 }
 
 func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
@@ -278,14 +279,14 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	sig, err := sandbox.ParseSignal(string(req.Signal))
+	sig, err := service.ParseSignal(string(req.Signal))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	scope := sandbox.Scope(req.Scope)
+	scope := service.Scope(req.Scope)
 	if scope == "" {
-		scope = sandbox.ScopeTree
+		scope = service.ScopeTree
 	}
 	if err := s.o.Service.Signal(r.Context(), sess, proc, sig, scope); err != nil {
 		s.fail(w, err)
@@ -318,7 +319,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ExitOf(exit))
+	writeJSON(w, http.StatusOK, apiconv.APIExit(exit))
 }
 
 // stdin copies the body to the process's stdin as it arrives; ?close=1

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 // instanceLen is the length of an instance id: 8 hex digits.
@@ -84,7 +84,7 @@ func (x ids) parseSession(ref string) (lib string, ok bool, err error) {
 func (x ids) parseProcess(ref string) (libSession, libProcess string, err error) {
 	parts := strings.Split(ref, ".")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || !isInstance(parts[2]) {
-		return "", "", fmt.Errorf("process %q: %w", ref, sandbox.ErrNotFound)
+		return "", "", fmt.Errorf("process %q: %w", ref, service.ErrNotFound)
 	}
 	if parts[2] != x.inst {
 		return "", "", &StaleError{Kind: "process", ID: ref, Instance: parts[2], Current: x.inst}
@@ -92,19 +92,19 @@ func (x ids) parseProcess(ref string) (libSession, libProcess string, err error)
 	return parts[1], parts[0], nil
 }
 
-func (x ids) sessionInfo(info sandbox.SessionInfo) sandbox.SessionInfo {
+func (x ids) sessionInfo(info service.SessionInfo) service.SessionInfo {
 	info.ID = x.session(info.ID)
 	return info
 }
 
-func (x ids) processInfo(p sandbox.ProcessInfo) sandbox.ProcessInfo {
+func (x ids) processInfo(p service.ProcessInfo) service.ProcessInfo {
 	p.ID = x.process(p.Session, p.ID)
 	p.Session = x.session(p.Session)
 	return p
 }
 
-func (x ids) decisions(libSession string, ds []sandbox.Decision) []sandbox.Decision {
-	out := make([]sandbox.Decision, len(ds))
+func (x ids) decisions(libSession string, ds []service.Decision) []service.Decision {
+	out := make([]service.Decision, len(ds))
 	for i, d := range ds {
 		d.Process = x.process(libSession, d.Process)
 		out[i] = d

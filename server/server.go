@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 //go:embed openapi.yaml
@@ -24,14 +24,14 @@ func OpenAPI() []byte {
 }
 
 // DecisionStreamer is a Service that can stream a session's exec decisions
-// (sandbox.Manager and client.Client are).
+// (service.Manager and client.Client are).
 type DecisionStreamer interface {
-	Decisions(ctx context.Context, session string, after uint64) iter.Seq2[sandbox.Event, error]
+	Decisions(ctx context.Context, session string, after uint64) iter.Seq2[service.Event, error]
 }
 
 // Options configures a Server.
 type Options struct {
-	Service sandbox.Service
+	Service service.Service
 	// Version is reported by GET /v1/health.
 	Version string
 	// InstanceID is embedded in every id handed out; empty means a random

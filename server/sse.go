@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/internal/apiconv"
+	"github.com/cordon-sandbox/cordon/service"
 )
 
 // keepAlive is how often an idle followed stream gets a comment line, so
@@ -61,20 +62,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var until uint64 // 0: until the stream ends by itself
-	if !following(r) && info.State != sandbox.ProcessExited {
+	if !following(r) && info.State != service.ProcessExited {
 		until = info.LastEvent
 		if until <= after {
 			until = after
 		}
 	}
-	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[sandbox.Event, error] {
+	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[service.Event, error] {
 		return s.o.Service.Events(ctx, sess, proc, after)
-	}, func(ev sandbox.Event) api.Event {
+	}, func(ev service.Event) api.Event {
 		if ev.Decision != nil {
-			d := s.ids.decisions(sess, []sandbox.Decision{*ev.Decision})[0]
+			d := s.ids.decisions(sess, []service.Decision{*ev.Decision})[0]
 			ev.Decision = &d
 		}
-		return api.EventOf(ev)
+		return apiconv.APIEvent(ev)
 	})
 }
 
@@ -105,14 +106,14 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 	if !following(r) {
 		until = max(info.LastDecision, after)
 	}
-	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[sandbox.Event, error] {
+	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[service.Event, error] {
 		return ds.Decisions(ctx, sess, after)
-	}, func(ev sandbox.Event) api.Event {
+	}, func(ev service.Event) api.Event {
 		if ev.Decision != nil {
-			d := s.ids.decisions(sess, []sandbox.Decision{*ev.Decision})[0]
+			d := s.ids.decisions(sess, []service.Decision{*ev.Decision})[0]
 			ev.Decision = &d
 		}
-		return api.EventOf(ev)
+		return apiconv.APIEvent(ev)
 	})
 }
 
@@ -121,7 +122,7 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 // or the client leaves. A stream that ends normally ends with an "end"
 // event, so a client can tell it from a dropped connection.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, after, until uint64,
-	source func(context.Context) iter.Seq2[sandbox.Event, error], conv func(sandbox.Event) api.Event) {
+	source func(context.Context) iter.Seq2[service.Event, error], conv func(service.Event) api.Event) {
 	h := w.Header()
 	h.Set("Content-Type", api.EventStreamType)
 	h.Set("Cache-Control", "no-cache")
@@ -141,7 +142,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, after, until uin
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	type item struct {
-		ev  sandbox.Event
+		ev  service.Event
 		err error
 	}
 	ch := make(chan item)

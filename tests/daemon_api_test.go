@@ -299,3 +299,62 @@ func TestDaemonCordonHost(t *testing.T) {
 	r = d.cordon("exec", "--", "echo", "found")
 	assert.Equal(t, 0, r.code, r.stderr)
 }
+
+// "cordon exec --json" prints the API's exec result: the same fields with
+// the same values as POST /v1/exec answers, through the daemon and in
+// process, in either encoding.
+func TestExecJSONIsTheAPIResult(t *testing.T) {
+	d := newDaemonEnv(t)
+	disc := d.start()
+	work := t.TempDir()
+	r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "j", "--deny", "git push")
+	require.Equal(t, 0, r.code, r.stderr)
+	script := `echo out; printf '<\377>' >&2; git push; exit 3`
+
+	body, code := d.curl(disc, "-d", fmt.Sprintf(`{"session_id":"j","script":%q}`, script), "/v1/exec")
+	require.Equal(t, 200, code, body)
+	want := jsonOf(t, body)
+	// What differs from run to run.
+	volatile := func(m map[string]any) map[string]any {
+		for _, k := range []string{"started_at", "exited_at", "duration_ms"} {
+			assert.Contains(t, m, k)
+			delete(m, k)
+		}
+		for _, d := range m["decisions"].([]any) {
+			delete(d.(map[string]any), "time")
+			delete(d.(map[string]any), "pid")
+		}
+		return m
+	}
+	want = volatile(want)
+	assert.Equal(t, "out\n", want["stdout"])
+	assert.Equal(t, true, want["stderr_lossy"])
+
+	r = d.cordonOpts(runOpts{dir: work}, "exec", "--json", "--session", "j", "-c", script)
+	assert.Equal(t, 3, r.code, "the exit code is the command's with --json too: %s", r.stderr)
+	got := jsonOf(t, r.stdout)
+	assert.IsType(t, float64(0), got["duration_ms"], "a number of milliseconds, not a Go duration")
+	assert.NotContains(t, got, "duration")
+	assert.Equal(t, want, volatile(got))
+
+	body, code = d.curl(disc, "-d", fmt.Sprintf(`{"session_id":"j","script":%q}`, script), "/v1/exec?encoding=base64")
+	require.Equal(t, 200, code, body)
+	want = volatile(jsonOf(t, body))
+	r = d.cordonOpts(runOpts{dir: work}, "exec", "--json", "--encoding", "base64", "--session", "j", "-c", script)
+	assert.Equal(t, 3, r.code, r.stderr)
+	assert.Equal(t, want, volatile(jsonOf(t, r.stdout)))
+	stderr, err := base64.StdEncoding.DecodeString(want["stderr_b64"].(string))
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(stderr, []byte("<\xff>")), "byte-exact: %q", stderr)
+
+	// In process: the same shape (no session, so no decision ids to map).
+	r = d.cordonOpts(runOpts{dir: work}, "exec", "--json", "--no-daemon", "--", "sh", "-c", "echo in-process")
+	assert.Equal(t, 0, r.code, r.stderr)
+	got = volatile(jsonOf(t, r.stdout))
+	assert.Equal(t, "in-process\n", got["stdout"])
+	assert.Equal(t, []any{}, got["decisions"])
+	assert.Contains(t, got, "stdout_truncated")
+
+	r = d.cordonOpts(runOpts{dir: work}, "exec", "--json", "--encoding", "hex", "--", "true")
+	assert.Equal(t, 125, r.code)
+}

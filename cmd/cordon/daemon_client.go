@@ -109,8 +109,11 @@ func printDecisions(w io.Writer, ds []sandbox.Decision) {
 	}
 }
 
+// printJSON prints v indented. Like the daemon's answers, it does not
+// escape <, > and & (a command's output is printed as it is).
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

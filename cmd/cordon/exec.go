@@ -8,7 +8,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/api"
 	"github.com/cordon-sandbox/cordon/daemon"
+	"github.com/cordon-sandbox/cordon/internal/apiconv"
 	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +25,7 @@ type execOptions struct {
 	killGrace time.Duration
 	noDaemon  bool
 	json      bool
+	encoding  string
 	script    string
 }
 
@@ -44,6 +47,11 @@ process. The command's stdin is /dev/null unless --stdin passes cordon's stdin
 (read to its end first). Ctrl-C cancels the request: the daemon kills the
 command's tree.
 
+With --json the result is printed as the API's POST /v1/exec answers it
+(exit_code, signal, duration_ms, stdout and stderr as text with *_lossy flags,
+decisions...; see server/openapi.yaml); --encoding base64 gives stdout_b64 and
+stderr_b64 instead, byte for byte. The exit code is the command's either way.
+
 Exit codes: the command's own; 128+N when signal N killed it; 124 on
 --timeout; 126 denied by the policy or not executable; 127 not found; 125 when
 cordon or the daemon failed.`,
@@ -52,7 +60,8 @@ cordon or the daemon failed.`,
   cordon exec --session dev -- npm test
   cordon exec --session dev -c 'cd src && export STAGE=build'
   echo data | cordon exec --stdin -- wc -c
-  cordon exec --no-daemon --timeout 10s -- ./slow.sh`,
+  cordon exec --no-daemon --timeout 10s -- ./slow.sh
+  cordon exec --json -- git status | jq -r .stdout`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -71,7 +80,8 @@ cordon or the daemon failed.`,
 	f.DurationVar(&opts.timeout, "timeout", 0, "end the command's tree after this long (SIGTERM, then SIGKILL after --kill-grace); exit code 124")
 	f.DurationVar(&opts.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL on --timeout")
 	f.BoolVar(&opts.noDaemon, "no-daemon", false, "run in this process instead of through the daemon")
-	f.BoolVar(&opts.json, "json", false, "print the whole result as JSON instead of passing the output through")
+	f.BoolVar(&opts.json, "json", false, "print the whole result as JSON (the API's exec result) instead of passing the output through")
+	f.StringVar(&opts.encoding, "encoding", api.EncodingText, "with --json: stdout and stderr as text (UTF-8) or base64 (byte-exact)")
 	return cmd
 }
 
@@ -85,6 +95,9 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	if o.timeout < 0 || o.killGrace < 0 {
 		return failed(errors.New("--timeout and --kill-grace must not be negative"))
+	}
+	if o.encoding != api.EncodingText && o.encoding != api.EncodingBase64 {
+		return failed(fmt.Errorf("--encoding %q: want text or base64", o.encoding))
 	}
 	switch {
 	case o.session != "" && sandboxChanged(cmd.Flags()):
@@ -128,7 +141,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		return interrupted(ctx, err)
 	}
 	if o.json {
-		if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+		if err := printJSON(cmd.OutOrStdout(), apiconv.APIExecResult(res, o.encoding)); err != nil {
 			return err
 		}
 	} else {

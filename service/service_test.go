@@ -1,4 +1,4 @@
-package sandbox
+package service
 
 import (
 	"encoding/json"
@@ -38,7 +38,8 @@ func TestDurationJSON(t *testing.T) {
 	}
 }
 
-// The wire shape the daemon will serve: snake_case names, bytes as base64,
+// The library types' own JSON (the daemon's wire format is package api's):
+// snake_case names, bytes as base64, durations as Go strings,
 // the exit flattened into the exec result.
 func TestJSONShape(t *testing.T) {
 	res := ExecResult{
