@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/client"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -107,38 +108,8 @@ func ReadDiscovery(path string) (Discovery, error) {
 
 // procStartTime reads a process's start time (field 22 of /proc/PID/stat).
 func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may contain spaces and parentheses: the
-	// fields after it start after the last ')'.
-	i := len(b) - 1
-	for i >= 0 && b[i] != ')' {
-		i--
-	}
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	var fields []string
-	start := -1
-	for j := i + 2; j <= len(b); j++ {
-		if j == len(b) || b[j] == ' ' || b[j] == '\n' {
-			if start >= 0 {
-				fields = append(fields, string(b[start:j]))
-				start = -1
-			}
-			continue
-		}
-		if start < 0 {
-			start = j
-		}
-	}
-	// fields[0] is field 3 (state); field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields)+2)
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
+	st, err := proc.ReadStat(pid)
+	return st.StartTime, err
 }
 
 // killFunc is kill(2), replaceable in tests.

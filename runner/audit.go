@@ -5,9 +5,9 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -68,22 +68,11 @@ func writeAudit(w io.Writer, d *supervisor.Decision) {
 // exec waits for the answer, so /proc still shows the caller. Pids are the
 // host's (the sandbox has its own pid namespace); cwd is the sandbox's view.
 func ppid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return 0
 	}
-	// The command name may hold spaces and parentheses: parse after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[1])
-	return n
+	return st.PPid
 }
 
 func cwd(pid int) string {

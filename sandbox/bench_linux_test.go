@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -110,8 +111,8 @@ func BenchmarkIdleSessions(b *testing.B) {
 		after := vmRSS(os.Getpid())
 		var bw, init, pss int
 		for _, s := range ss {
-			st, _ := readStat(int(s.initPid.Load()))
-			for _, pid := range []int{s.sb.BwrapPid(), st.ppid} {
+			st, _ := proc.ReadStat(int(s.initPid.Load()))
+			for _, pid := range []int{s.sb.BwrapPid(), st.PPid} {
 				bw += vmRSS(pid)
 				pss += pssOf(pid)
 			}

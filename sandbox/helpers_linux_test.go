@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,9 +28,9 @@ func sessionTree(s *Session) []hostProc {
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		for _, c := range childrenOf(pid) {
-			st, err := readStat(c)
-			if err != nil || st.state == 'Z' {
+		for _, c := range proc.Children(pid) {
+			st, err := proc.ReadStat(c)
+			if err != nil || st.State == 'Z' {
 				continue
 			}
 			chain := nsChain(c, pid)
@@ -37,7 +38,7 @@ func sessionTree(s *Session) []hostProc {
 			if len(chain) > 0 {
 				ns = chain[0]
 			}
-			out = append(out, hostProc{pid: c, nsPid: ns, cmdline: cmdline(c), state: st.state})
+			out = append(out, hostProc{pid: c, nsPid: ns, cmdline: cmdline(c), state: st.State})
 			queue = append(queue, c)
 		}
 	}
@@ -73,8 +74,8 @@ func hostPidOf(s *Session, nsPid int) int {
 
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
-	st, err := readStat(pid)
-	return err == nil && st.state != 'Z' && st.state != 'X'
+	st, err := proc.ReadStat(pid)
+	return err == nil && st.State != 'Z' && st.State != 'X'
 }
 
 // eventually fails the test unless cond holds within d.

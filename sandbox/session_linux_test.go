@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -251,8 +252,8 @@ func TestConcurrentCreateSameName(t *testing.T) {
 // bwrapChildren lists this process's bwrap children.
 func bwrapChildren() []int {
 	var out []int
-	for _, c := range childrenOf(os.Getpid()) {
-		if st, err := readStat(c); err == nil && st.state != 'Z' && strings.Contains(cmdline(c), "bwrap") {
+	for _, c := range proc.Children(os.Getpid()) {
+		if st, err := proc.ReadStat(c); err == nil && st.State != 'Z' && strings.Contains(cmdline(c), "bwrap") {
 			out = append(out, c)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -124,9 +125,9 @@ func TestBwrapKilledLosesSession(t *testing.T) {
 	p := start(t, s, StartRequest{Script: "sleep 3201 & sleep 3202"})
 	eventually(t, 5*time.Second, func() bool { return len(withMarker(s, "320")) == 2 }, "sleeps did not start")
 	bwrapOuter := s.sb.BwrapPid()
-	st, err := readStat(int(s.initPid.Load()))
+	st, err := proc.ReadStat(int(s.initPid.Load()))
 	require.NoError(t, err)
-	bwrapInner := st.ppid
+	bwrapInner := st.PPid
 	require.Contains(t, cmdline(bwrapInner), "bwrap")
 	var pids []int
 	for _, h := range sessionTree(s) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -178,9 +179,9 @@ func TestEscapeesBelongToTheirProcess(t *testing.T) {
 			// The escapee was re-parented to the process's shim, not to
 			// the init.
 			for _, h := range withMarker(s, marker) {
-				st, err := readStat(h)
+				st, err := proc.ReadStat(h)
 				require.NoError(t, err)
-				assert.NotEqual(t, int(s.initPid.Load()), st.ppid, "escapee %d re-parented to the init", h)
+				assert.NotEqual(t, int(s.initPid.Load()), st.PPid, "escapee %d re-parented to the init", h)
 			}
 			_, err := p.Kill(testCtx(t, 10*time.Second), 500*time.Millisecond)
 			require.NoError(t, err)
@@ -292,8 +293,8 @@ func TestZombies(t *testing.T) {
 	// a zombie the tree walk must not count.
 	p := start(t, s, StartRequest{Script: "sleep 0.01 & exec sleep 3061"})
 	eventually(t, 5*time.Second, func() bool {
-		for _, c := range childrenOf(hostPidOf(s, mustLeaderNs(t, p))) {
-			if st, err := readStat(c); err == nil && st.state == 'Z' {
+		for _, c := range proc.Children(hostPidOf(s, mustLeaderNs(t, p))) {
+			if st, err := proc.ReadStat(c); err == nil && st.State == 'Z' {
 				return true
 			}
 		}
@@ -313,17 +314,17 @@ func TestZombies(t *testing.T) {
 		require.NoError(t, err)
 	}
 	eventually(t, 5*time.Second, func() bool {
-		for _, c := range childrenOf(int(s.initPid.Load())) {
-			if st, err := readStat(c); err == nil && st.state == 'Z' {
+		for _, c := range proc.Children(int(s.initPid.Load())) {
+			if st, err := proc.ReadStat(c); err == nil && st.State == 'Z' {
 				return false
 			}
 		}
 		return true
 	}, "zombies accumulate under the init")
-	for _, c := range childrenOf(unix.Getpid()) {
-		st, err := readStat(c)
+	for _, c := range proc.Children(unix.Getpid()) {
+		st, err := proc.ReadStat(c)
 		if err == nil {
-			assert.NotEqual(t, byte('Z'), st.state, "zombie child %d of the host process", c)
+			assert.NotEqual(t, byte('Z'), st.State, "zombie child %d of the host process", c)
 		}
 	}
 }
@@ -673,9 +674,9 @@ func TestShimKilledByWorkload(t *testing.T) {
 	waitOutput(t, p, "shim-killed")
 	eventually(t, 5*time.Second, func() bool { return len(withMarker(s, "340")) == 3 }, "sleeps did not start")
 	for _, h := range withMarker(s, "3401") {
-		st, err := readStat(h)
+		st, err := proc.ReadStat(h)
 		require.NoError(t, err)
-		assert.Equal(t, int(s.initPid.Load()), st.ppid, "the escapee went to the init with the shim's death")
+		assert.Equal(t, int(s.initPid.Load()), st.PPid, "the escapee went to the init with the shim's death")
 	}
 	exit, err := p.Kill(testCtx(t, 10*time.Second), 200*time.Millisecond)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -264,46 +265,13 @@ func selfPath(pid, root int, p string) (string, bool) {
 	default:
 		return "", false
 	}
-	tgid, tid, ok := nsPids(pid)
-	if !ok {
+	st, err := proc.ReadStatus(pid)
+	tgid, tid := st.NSTgid, st.NSPid
+	if err != nil || tgid <= 0 || tid <= 0 {
 		return "", false
 	}
 	if thread {
 		return "/proc/" + strconv.Itoa(tgid) + "/task/" + strconv.Itoa(tid) + rest, true
 	}
 	return "/proc/" + strconv.Itoa(tgid) + rest, true
-}
-
-// nsPids returns the thread group id and thread id of host task tid in its
-// own (innermost) pid namespace: the last fields of NStgid and NSpid.
-func nsPids(tid int) (int, int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	if err != nil {
-		return 0, 0, false
-	}
-	last := func(v string) int {
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			return -1
-		}
-		n, err := strconv.Atoi(f[len(f)-1])
-		if err != nil {
-			return -1
-		}
-		return n
-	}
-	tgid, id := -1, -1
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "NStgid":
-			tgid = last(v)
-		case "NSpid":
-			id = last(v)
-		}
-	}
-	return tgid, id, tgid > 0 && id > 0
 }

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,12 +40,15 @@ const kcmpVM = 1
 // trusted is a task whose memory the caller may share: cordon's own init,
 // whose spawns are vfork children sharing its (multithreaded) memory.
 func raceable(pid int, trusted int, ranges []span, sv *sandboxView) string {
-	st := readStatus(pid)
-	if st.tracer != 0 {
-		return fmt.Sprintf("the caller is traced by process %d, which can rewrite its arguments", st.tracer)
+	st, err := proc.ReadStatus(pid)
+	if err != nil {
+		return "cannot read the caller's status: " + err.Error()
 	}
-	if st.threads != 1 {
-		return fmt.Sprintf("the caller has %d threads", st.threads)
+	if st.TracerPid != 0 {
+		return fmt.Sprintf("the caller is traced by process %d, which can rewrite its arguments", st.TracerPid)
+	}
+	if st.Threads != 1 {
+		return fmt.Sprintf("the caller has %d threads", st.Threads)
 	}
 	if why := sv.memoryPeer(pid, st, trusted); why != "" {
 		return why
@@ -75,49 +78,49 @@ const maxPeerScan = 2048
 // taken as a peer. New sharers can only be made by tasks already sharing
 // the memory; the one way to hide one from the listing, a pid number
 // wrapping around behind it, is caught by ns_last_pid going down.
-func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
+func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
 	v.init()
 	if v.err != nil {
 		return "cannot list the sandbox's processes: " + v.err.Error()
 	}
-	if st.nsTgid <= 0 {
+	if st.NSTgid <= 0 {
 		return "cannot find the caller in the sandbox's pid namespace"
 	}
-	proc, err := v.openProc()
+	procDir, err := v.openProc()
 	if err != nil {
 		return "cannot list the sandbox's processes: " + err.Error()
 	}
-	defer unix.Close(proc)
-	self, err := readLayout(proc, st.nsTgid)
+	defer unix.Close(procDir)
+	self, err := readStatAt(procDir, st.NSTgid)
 	if err != nil {
 		return "cannot read the caller's memory layout: " + err.Error()
 	}
 	trustedNS := -1
 	if trusted > 0 {
-		if t, _, ok := nsPids(trusted); ok {
-			trustedNS = t
+		if t, err := proc.ReadStatus(trusted); err == nil && t.NSTgid > 0 {
+			trustedNS = t.NSTgid
 		}
 	}
-	before, err1 := lastPid(proc)
-	pids, err2 := listPids(proc, maxPeerScan)
+	before, err1 := lastPid(procDir)
+	pids, err2 := listPids(procDir, maxPeerScan)
 	if err1 != nil || err2 != nil {
 		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error()
 	}
 	for _, p := range pids {
-		if p == st.nsTgid {
+		if p == st.NSTgid {
 			continue
 		}
-		l, err := readLayout(proc, p)
-		if err != nil || l.mm != self.mm {
+		l, err := readStatAt(procDir, p)
+		if err != nil || l.Layout != self.Layout {
 			continue // gone, or another address space
 		}
-		if p == self.ppid {
+		if p == self.PPid {
 			// Its parent: forked from it (a copy of its memory), vforked
 			// from it (sharing it), or its reaper since it was orphaned.
-			// st.ppid is the same process only if it has the same pid
+			// st.PPid is the same process only if it has the same pid
 			// here: it may have been reparented between the two reads.
-			if parent, _, ok := nsPids(st.ppid); ok && parent == p {
-				if same, err := kcmpEqual(pid, st.ppid, kcmpVM); err == nil && !same {
+			if parent, err := proc.ReadStatus(st.PPid); err == nil && parent.NSTgid == p {
+				if same, err := kcmpEqual(pid, st.PPid, kcmpVM); err == nil && !same {
 					continue // a copy
 				}
 				if p == trustedNS {
@@ -127,62 +130,33 @@ func (v *sandboxView) memoryPeer(pid int, st procStatus, trusted int) string {
 		}
 		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p)
 	}
-	if after, err := lastPid(proc); err != nil || after < before {
+	if after, err := lastPid(procDir); err != nil || after < before {
 		return "pid numbers wrapped around while the sandbox's processes were listed"
 	}
 	return ""
 }
 
-// layout is what memoryPeer reads of /proc/PID/stat.
-type layout struct {
-	ppid int
-	// mm: startcode, endcode, startstack, start_data, end_data,
-	// start_brk, arg_start, arg_end, env_start, env_end.
-	mm [10]uint64
-}
-
-// readLayout reads pid's parent and address-space layout from the proc
-// directory proc.
-func readLayout(proc, pid int) (layout, error) {
-	var l layout
-	b, err := readAt(proc, strconv.Itoa(pid)+"/stat")
+// readStatAt reads PID/stat below the proc directory dir.
+func readStatAt(dir, pid int) (proc.Stat, error) {
+	b, err := readAt(dir, strconv.Itoa(pid)+"/stat")
 	if err != nil {
-		return l, err
+		return proc.Stat{}, err
 	}
-	// The command name may hold spaces and parentheses: the fields start
-	// after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return l, errors.New("malformed stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[k] is field k+3 of proc_pid_stat(5).
-	if len(f) < 49 {
-		return l, errors.New("short stat")
-	}
-	if l.ppid, err = strconv.Atoi(f[1]); err != nil {
-		return l, err
-	}
-	for j, k := range []int{26, 27, 28, 45, 46, 47, 48, 49, 50, 51} {
-		if l.mm[j], err = strconv.ParseUint(f[k-3], 10, 64); err != nil {
-			return l, err
-		}
-	}
-	return l, nil
+	return proc.ParseStat(b)
 }
 
 // lastPid reads the pid namespace's last allocated pid.
-func lastPid(proc int) (int, error) {
-	b, err := readAt(proc, "sys/kernel/ns_last_pid")
+func lastPid(dir int) (int, error) {
+	b, err := readAt(dir, "sys/kernel/ns_last_pid")
 	if err != nil {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
-// listPids lists the processes in the proc directory proc, at most limit.
-func listPids(proc, limit int) ([]int, error) {
-	fd, err := unix.Openat(proc, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// listPids lists the processes in the proc directory dir, at most limit.
+func listPids(dir, limit int) ([]int, error) {
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -237,48 +211,6 @@ func readAt(dir int, name string) ([]byte, error) {
 			buf = append(buf, make([]byte, len(buf))...)
 		}
 	}
-}
-
-// procStatus is what raceable reads of /proc/PID/status.
-type procStatus struct {
-	threads, tracer, ppid int
-	nsTgid                int // the process id in its own pid namespace (last of NStgid)
-}
-
-// readStatus reads Threads, TracerPid and PPid in one pass. A field that
-// cannot be read reads as -1, which no check accepts.
-func readStatus(pid int) procStatus {
-	st := procStatus{threads: -1, tracer: -1, ppid: -1, nsTgid: -1}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return st
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		if k == "NStgid" {
-			if f := strings.Fields(v); len(f) > 0 {
-				v = f[len(f)-1]
-			}
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil {
-			continue
-		}
-		switch k {
-		case "Threads":
-			st.threads = n
-		case "TracerPid":
-			st.tracer = n
-		case "PPid":
-			st.ppid = n
-		case "NStgid":
-			st.nsTgid = n
-		}
-	}
-	return st
 }
 
 // kcmpEqual reports whether tasks a and b share the kernel resource typ
