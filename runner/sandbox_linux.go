@@ -326,7 +326,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 		fds[i] = int(f.Fd())
 	}
 	s.sendMu.Lock()
-	err := s.conn.sendAll(sessMsg{
+	err := s.conn.send(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
 		Argv: toBytes(req.Argv), Env: toBytes(WorkloadEnv(req.Env)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),

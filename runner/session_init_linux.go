@@ -92,7 +92,7 @@ func (si *sessInit) send(m sessMsg, fds ...int) {
 	si.sendMu.Lock()
 	defer si.sendMu.Unlock()
 	m.NFDs = len(fds)
-	_ = si.conn.sendAll(m, fds...)
+	_ = si.conn.send(m, fds...)
 }
 
 func (si *sessInit) failed(id, op string, errno syscall.Errno) {
