@@ -395,8 +395,14 @@ func (s *Sandbox) startFailed(ctx context.Context, cause error) error {
 		return fmt.Errorf("starting the sandbox: %w", ctx.Err())
 	}
 	detail := s.stderr.captured(500 * time.Millisecond)
-	if errors.Is(cause, errNotReady) && strings.TrimSpace(detail) == "" && s.waitErr != nil {
-		cause = fmt.Errorf("%w (%v)", cause, s.waitErr)
+	if errors.Is(cause, errNotReady) && strings.TrimSpace(detail) == "" {
+		select {
+		case <-s.waited: // waitErr is set
+			if s.waitErr != nil {
+				cause = fmt.Errorf("%w (%v)", cause, s.waitErr)
+			}
+		default:
+		}
 	}
 	hint := hintDoctor
 	for _, p := range s.binds {
