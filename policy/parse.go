@@ -129,14 +129,14 @@ func (p *parser) document(src []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, p.yamlErr(err)
+		return nil, p.yamlErr(src, err)
 	}
 	var more yaml.Node
 	switch err := dec.Decode(&more); {
 	case err == nil:
 		return nil, &ParseError{File: p.file.Name, Line: more.Line, Msg: "more than one YAML document"}
 	case !errors.Is(err, io.EOF):
-		return nil, p.yamlErr(err)
+		return nil, p.yamlErr(src, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -148,13 +148,49 @@ func (p *parser) document(src []byte) (*yaml.Node, error) {
 	return root, nil
 }
 
-func (p *parser) yamlErr(err error) error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &ParseError{File: p.file.Name, Line: line, Msg: m[2]}
+// yamlErr turns the YAML library's error into a ParseError at the line the
+// mistake is on. The library names the line where the enclosing block or
+// flow began (line 1 for a bad indent on line 3), so the line is found
+// here: the first one after the longest run of whole lines that parses.
+func (p *parser) yamlErr(src []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
 	}
-	return &ParseError{File: p.file.Name, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	if len(lines) <= maxSearchLines {
+		for k := len(lines) - 1; k >= 0; k-- {
+			if yamlParses(bytes.Join(lines[:k], nil)) {
+				// No prefix parses inside an unclosed flow ({...} or
+				// [...] across lines): the library's line is as good.
+				line = max(line, k+1)
+				break
+			}
+		}
+	}
+	if line > 0 && line <= len(lines) {
+		if text := strings.TrimRight(string(lines[line-1]), "\r\n"); strings.TrimSpace(text) != "" {
+			msg = fmt.Sprintf("%s: %q", msg, text)
+		}
+	}
+	return &ParseError{File: p.file.Name, Line: line, Msg: msg}
+}
+
+// maxSearchLines bounds yamlErr's search (one parse per line).
+const maxSearchLines = 2000
+
+// yamlParses reports whether src is well-formed YAML (any number of
+// documents).
+func yamlParses(src []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return errors.Is(err, io.EOF)
+		}
+	}
 }
 
 func (p *parser) errf(n *yaml.Node, format string, a ...any) error {

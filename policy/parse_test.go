@@ -119,6 +119,11 @@ func TestParseErrors(t *testing.T) {
 		{"example empty", "examples:\n  - deny: []\n", `cordon.yaml:2: example 1: empty command`},
 		{"syntax", "rules:\n  - deny: git\n  - deny: 'x\n", `cordon.yaml:3: found unexpected end of stream`},
 		{"tab", "default: deny\n\tdefaults: true\n", `cordon.yaml:2: found a tab character that violates indentation`},
+		// The YAML library names the line its enclosing block began on;
+		// the error names the line the mistake is on, and shows it.
+		{"indent of a later rule", "rules:\n  - deny: git push\n   - allow: ls\n", `cordon.yaml:3: did not find expected '-' indicator: "   - allow: ls"`},
+		{"key outside its rule", "rules:\n  - deny: git push\n  message: x\n", `cordon.yaml:3: did not find expected '-' indicator: "  message: x"`},
+		{"after a multi-line flow", "rules:\n  - deny: [git,\n      push]\n   - bad\n", `cordon.yaml:4: did not find expected '-' indicator: "   - bad"`},
 		{"top level list", "- deny: x\n", `cordon.yaml:1: the top level must be a mapping`},
 		{"two documents", "default: deny\n---\ndefault: allow\n", `cordon.yaml:2: more than one YAML document`},
 		{"mixed formats", "rules: []\ncommand: {}\n", `cordon.yaml:2: "command" is a fence key`},

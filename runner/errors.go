@@ -19,13 +19,23 @@ type SetupError struct {
 	Err error
 	// Detail is what the failing component said (bubblewrap's stderr).
 	Detail string
+	// Hint says what to do about it, when cordon knows.
+	Hint string
 }
 
+// hintDoctor is the hint for a failure of the host rather than the
+// caller's input: what cordon doctor checks.
+const hintDoctor = "run 'cordon doctor' to check this host"
+
 func (e *SetupError) Error() string {
+	msg := "sandbox setup failed: " + e.Err.Error()
 	if d := strings.TrimSpace(e.Detail); d != "" {
-		return fmt.Sprintf("sandbox setup failed: %s (%v)", d, e.Err)
+		msg = fmt.Sprintf("sandbox setup failed: %s (%v)", d, e.Err)
 	}
-	return "sandbox setup failed: " + e.Err.Error()
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 func (e *SetupError) Unwrap() []error { return []error{ErrSetup, e.Err} }

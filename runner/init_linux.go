@@ -89,24 +89,8 @@ func InitMain() int {
 		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(errno), Path: cfg.Argv[0]})
 		return exitCodeForErrno(errno)
 	}
-	listener, err := supervisor.InstallFilter(cfg.Filter)
-	switch {
-	case errors.Is(err, supervisor.ErrListenerBusy) && len(cfg.Fallback) > 0:
-		// Another notify listener exists above us: the host supervises
-		// with ptrace only. The rest of the filter still applies.
-		if err := supervisor.InstallFallbackFilter(cfg.Fallback); err != nil {
-			return setupErr(fmt.Errorf("installing fallback seccomp filter: %w", err))
-		}
-		if err := conn.send(initMsg{Kind: msgListener, PtraceOnly: true}); err != nil {
-			return fail("sending listener: %v", err)
-		}
-	case err != nil:
-		return setupErr(fmt.Errorf("installing seccomp filter: %w", err))
-	default:
-		if err := conn.send(initMsg{Kind: msgListener}, listener); err != nil {
-			return fail("sending listener: %v", err)
-		}
-		unix.Close(listener)
+	if code := installFilter(conn, cfg); code != 0 {
+		return code
 	}
 	var goMsg initMsg
 	if _, err := conn.recv(&goMsg); err != nil || goMsg.Kind != msgHostGo {
@@ -134,6 +118,37 @@ func InitMain() int {
 		killDescendants()
 	}
 	_ = conn.send(initMsg{Kind: msgExited, Status: uint32(status)})
+	return 0
+}
+
+// installFilter installs the notify filter on all the init's threads and
+// sends the listener to the host (one-shot and session mode alike). When
+// another listener exists above (EBUSY) and the host sent a fallback, it
+// installs that and tells the host to supervise with ptrace only. It
+// returns the init's exit code on failure, 0 on success.
+func installFilter(conn *frameConn, cfg configMsg) int {
+	listener, err := supervisor.InstallFilter(cfg.Filter)
+	switch {
+	case errors.Is(err, supervisor.ErrListenerBusy) && len(cfg.Fallback) > 0:
+		// The rest of the filter still applies.
+		if err := supervisor.InstallFallbackFilter(cfg.Fallback); err != nil {
+			err = fmt.Errorf("installing fallback seccomp filter: %w", err)
+			_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+			return 125
+		}
+		err = conn.send(initMsg{Kind: msgListener, PtraceOnly: true})
+	case err != nil:
+		err = fmt.Errorf("installing seccomp filter: %w", err)
+		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+		return 125
+	default:
+		err = conn.send(initMsg{Kind: msgListener}, listener)
+		unix.Close(listener)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cordon init: sending listener: %v\n", err)
+		return 125
+	}
 	return 0
 }
 

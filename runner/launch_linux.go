@@ -1,16 +1,12 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,85 +100,25 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 type launch struct {
-	o   Options
-	log *slog.Logger
-
-	cmd      *exec.Cmd
-	waited   chan struct{} // closed when cmd.Wait returned
-	waitErr  error
-	stderr   *relay
-	sup      *supervisor.Supervisor
-	initPgrp int
-	term     *terminal
+	o    Options
+	log  *slog.Logger
+	sb   *Sandbox
+	term *terminal
 
 	mu         sync.Mutex
 	denied     bool   // guarded by mu: the policy refused an exec
 	lastDenial string // guarded by mu: pid and line of the last denial printed
 }
 
+// run starts the sandbox through the one start path (startSandbox), then
+// does what only a one-shot run does: the terminal's foreground, "go" to
+// the init, the signal ladder and the command's exit status.
 func (l *launch) run(ctx context.Context) (Result, error) {
-	start := time.Now()
-	filter, err := supervisor.Filter()
-	if err != nil {
-		return Result{}, &SetupError{Err: err}
-	}
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
-	if err != nil {
-		return Result{}, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
-	}
 	// Subscribe before anything starts: a signal that arrives while the
 	// sandbox starts is kept and forwarded once the command exists.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	conn, err := l.start(exe)
-	if err != nil {
-		return Result{}, err
-	}
-	defer conn.close()
-	fallback, err := supervisor.FallbackFilter()
-	if err != nil {
-		return Result{}, &SetupError{Err: err}
-	}
-	if err := conn.send(configMsg{
-		Argv:     l.o.Argv,
-		Env:      WorkloadEnv(l.o.Env),
-		Dir:      l.o.Dir,
-		Filter:   filter,
-		Fallback: fallback,
-		Reap:     l.o.Isolation == IsolationNone,
-	}); err != nil {
-		return Result{}, l.setupFailed(fmt.Errorf("sending configuration to the sandbox: %w", err))
-	}
-	var m initMsg
-	fds, err := conn.recv(&m)
-	if err != nil {
-		return Result{}, l.setupFailed(errors.New("the sandbox exited before it was ready"))
-	}
-	switch m.Kind {
-	case msgListener:
-	case msgExecErr:
-		l.teardown()
-		return Result{}, &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}
-	case msgSetupErr:
-		closeAll(fds)
-		return Result{}, l.setupFailed(errors.New(m.Message))
-	default:
-		closeAll(fds)
-		return Result{}, l.setupFailed(fmt.Errorf("unexpected message %q from the sandbox", m.Kind))
-	}
-	wantFDs := 1
-	if m.PtraceOnly {
-		wantFDs = 0
-	}
-	if len(fds) != wantFDs || conn.pid <= 0 {
-		closeAll(fds)
-		return Result{}, l.setupFailed(fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), conn.pid, wantFDs))
-	}
-	l.initPgrp = int(conn.pid)
 	verify := l.o.Verify
 	if l.o.Isolation == IsolationNone && (verify == "" || verify == supervisor.VerifyAuto) {
 		// Without bubblewrap the command shares the host's mount namespace
@@ -191,125 +127,67 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		// hold, so an exec that ptrace cannot verify is refused.
 		verify = supervisor.VerifyPtrace
 	}
-	supOpts := supervisor.Options{
-		OnDecision: l.onDecision,
-		Ask:        l.o.Ask,
-		Logger:     l.log,
-		RootPid:    l.initPgrp,
-		Verify:     verify,
-		SearchPath: envValue(l.o.Env, "PATH"),
-		WedgeAfter: l.o.WedgeSupervisorAfter,
-		DropAfter:  l.o.DropSupervisorAfter,
-	}
-	if m.PtraceOnly {
-		fmt.Fprintln(l.o.Stderr, "cordon: warning: a seccomp notify listener already exists above this sandbox "+
-			"(nested cordon, another notify-based tool, or WSL2 mirrored networking): supervising with ptrace only; "+
-			"a denied program is killed when it starts instead of failing with \"Operation not permitted\"")
-		l.sup, err = supervisor.NewPtraceOnly(l.initPgrp, l.o.Policy, supOpts)
-	} else {
-		l.sup, err = supervisor.New(fds[0], l.o.Policy, supOpts)
-	}
-	if err != nil {
-		closeAll(fds)
-		return Result{}, l.setupFailed(fmt.Errorf("starting the supervisor: %w", err))
-	}
-	go func() {
-		if err := l.sup.Run(); err != nil {
-			l.log.Error("supervisor stopped", "err", err)
+	l.term = newTerminal(l.o.Stdin)
+	defer func() {
+		if l.term != nil {
+			l.term.takeBack()
 		}
 	}()
+	sb, err := startSandbox(ctx, startSpec{
+		isolation: l.o.Isolation,
+		box: bwrap.Spec{Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net,
+			Hide: l.o.Hide, HideFiles: l.o.HideFiles},
+		config: configMsg{
+			Argv: l.o.Argv,
+			Env:  WorkloadEnv(l.o.Env),
+			Dir:  l.o.Dir,
+			Reap: l.o.Isolation == IsolationNone,
+		},
+		fallback: true,
+		stdin:    l.o.Stdin, stdout: l.o.Stdout, stderr: l.o.Stderr,
+		pgrp:   true,
+		policy: l.o.Policy,
+		sup: supervisor.Options{
+			OnDecision: l.onDecision,
+			Ask:        l.o.Ask,
+			Verify:     verify,
+			SearchPath: envValue(l.o.Env, "PATH"),
+			WedgeAfter: l.o.WedgeSupervisorAfter,
+			DropAfter:  l.o.DropSupervisorAfter,
+		},
+		log: l.log,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	l.sb = sb
 	if l.term != nil {
-		if err := l.term.giveTo(l.initPgrp); err != nil {
+		if err := l.term.giveTo(sb.initPid); err != nil {
 			l.log.Debug("handing the terminal to the sandbox", "err", err)
 		}
 	}
-	if err := conn.send(initMsg{Kind: msgHostGo}); err != nil {
-		return Result{}, l.setupFailed(fmt.Errorf("starting the command: %w", err))
+	if err := sb.conn.send(initMsg{Kind: msgHostGo}); err != nil {
+		return Result{}, sb.startFailed(ctx, fmt.Errorf("starting the command: %w", err))
 	}
-	l.stderr.passThrough()
-	l.log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", l.initPgrp, "verification", l.sup.VerifyMode())
-	res, err := l.wait(ctx, conn, sigs)
+	sb.stderr.pass()
+	msgs := make(chan initMsg, 4)
+	sb.serve(func() {
+		defer close(msgs)
+		for {
+			var m initMsg
+			if _, err := sb.conn.recv(&m); err != nil {
+				return
+			}
+			msgs <- m
+		}
+	})
+	res, err := l.wait(ctx, msgs, sigs)
 	t0 := time.Now()
-	l.teardown()
+	_ = sb.Close()
 	l.log.Debug("teardown", "took", time.Since(t0))
 	return res, err
 }
 
-// start launches bwrap (or the bare init) with the control socket as fd 3
-// and the user's stderr as fd 4.
-func (l *launch) start(exe string) (*frameConn, error) {
-	var argv []string
-	switch l.o.Isolation {
-	case IsolationNone:
-		argv = []string{exe, InitArg}
-	default:
-		var err error
-		argv, err = sandboxArgv(exe, bwrap.Spec{Dir: l.o.Dir, RW: l.o.RW, RO: l.o.RO, Net: l.o.Net,
-			Hide: l.o.Hide, HideFiles: l.o.HideFiles})
-		if err != nil {
-			return nil, err
-		}
-	}
-	l.log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
-	conn, childEnd, err := newControlPair()
-	if err != nil {
-		return nil, err
-	}
-	defer childEnd.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		conn.close()
-		return nil, &SetupError{Err: err}
-	}
-	l.stderr = newRelay(errR, l.o.Stderr)
-	l.term = newTerminal(l.o.Stdin)
-
-	l.cmd = &exec.Cmd{
-		Path:       argv[0],
-		Args:       argv,
-		Env:        []string{}, // the command's environment travels over the control socket
-		Dir:        l.o.Dir,
-		Stdin:      l.o.Stdin,
-		Stdout:     l.o.Stdout,
-		Stderr:     errW,
-		ExtraFiles: []*os.File{childEnd, l.o.Stderr},
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
-			Pdeathsig: unix.SIGKILL,
-		},
-	}
-	l.waited = make(chan struct{})
-	err = startLocked(l.cmd, func(err error) {
-		l.waitErr = err
-		close(l.waited)
-	})
-	errW.Close()
-	if err != nil {
-		conn.close()
-		errR.Close()
-		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
-	}
-	return conn, nil
-}
-
-// setupFailed collects why the sandbox died before the handshake: it waits
-// (briefly) for bwrap to exit and returns its stderr as the error's detail.
-func (l *launch) setupFailed(cause error) error {
-	select {
-	case <-l.waited:
-	case <-time.After(time.Second):
-		l.killSandbox()
-		<-l.waited
-	}
-	detail := l.stderr.captured()
-	l.teardown()
-	if l.waitErr != nil && detail != "" {
-		return &SetupError{Err: fmt.Errorf("%w (%v)", cause, l.waitErr), Detail: detail}
-	}
-	return &SetupError{Err: cause, Detail: detail}
-}
-
-// wait runs until the command exits, relaying signals and job control.
 // envValue returns the value of key in env, or "".
 func envValue(env []string, key string) string {
 	v := ""
@@ -327,18 +205,9 @@ func envValue(env []string, key string) string {
 var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
 
-func (l *launch) wait(ctx context.Context, conn *frameConn, sigs <-chan os.Signal) (Result, error) {
-	msgs := make(chan initMsg, 4)
-	go func() {
-		defer close(msgs)
-		for {
-			var m initMsg
-			if _, err := conn.recv(&m); err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
+// wait runs until the command exits, relaying signals and job control.
+func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.Signal) (Result, error) {
+	initPgrp := l.sb.initPid
 	var timeout, grace <-chan time.Time
 	if l.o.Timeout > 0 {
 		t := time.NewTimer(l.o.Timeout)
@@ -353,14 +222,14 @@ func (l *launch) wait(ctx context.Context, conn *frameConn, sigs <-chan os.Signa
 			if !ok {
 				// The init is gone without reporting: the sandbox was
 				// killed. bwrap's own status is all there is.
-				<-l.waited
+				<-l.sb.waited
 				return l.resultFromBwrap(res), nil
 			}
 			switch m.Kind {
 			case msgStarted:
 			case msgStopped:
 				if l.term != nil {
-					l.term.suspend(l.initPgrp)
+					l.term.suspend(initPgrp)
 				}
 			case msgExecErr:
 				l.mu.Lock()
@@ -386,26 +255,26 @@ func (l *launch) wait(ctx context.Context, conn *frameConn, sigs <-chan os.Signa
 			case unix.SIGINT, unix.SIGTERM, unix.SIGHUP:
 				if forwarded {
 					l.log.Debug("second signal: killing the sandbox", "signal", s)
-					l.killSandbox()
+					l.sb.kill()
 					continue
 				}
 				forwarded = true
 			}
 			l.log.Debug("forwarding signal", "signal", s)
-			_ = unix.Kill(-l.initPgrp, s)
+			_ = unix.Kill(-initPgrp, s)
 		case <-timeout:
 			res.TimedOut = true
 			l.log.Debug("timeout: sending SIGTERM", "after", l.o.Timeout)
-			_ = unix.Kill(-l.initPgrp, unix.SIGTERM)
-			_ = unix.Kill(-l.initPgrp, unix.SIGCONT)
+			_ = unix.Kill(-initPgrp, unix.SIGTERM)
+			_ = unix.Kill(-initPgrp, unix.SIGCONT)
 			g := time.NewTimer(l.o.KillGrace)
 			defer g.Stop()
 			grace = g.C
 		case <-grace:
 			l.log.Debug("grace expired: killing the sandbox")
-			l.killSandbox()
+			l.sb.kill()
 		case <-ctx.Done():
-			l.killSandbox()
+			l.sb.kill()
 		}
 	}
 }
@@ -413,7 +282,7 @@ func (l *launch) wait(ctx context.Context, conn *frameConn, sigs <-chan os.Signa
 // resultFromBwrap derives the result when the init could not report: the
 // sandbox was killed as a whole.
 func (l *launch) resultFromBwrap(res Result) Result {
-	if st, ok := l.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+	if st, ok := l.sb.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		switch {
 		case st.Signaled():
 			res.Signal = st.Signal()
@@ -426,54 +295,6 @@ func (l *launch) resultFromBwrap(res Result) Result {
 		res.ExitCode = 124
 	}
 	return res
-}
-
-// killSandbox ends everything in the sandbox at once. With bubblewrap,
-// SIGKILL to its process group kills the pid namespace's init, and the
-// kernel kills every task in the namespace. Without it, the command's group
-// is all that can be named.
-func (l *launch) killSandbox() {
-	if l.cmd != nil && l.cmd.Process != nil {
-		_ = unix.Kill(-l.cmd.Process.Pid, unix.SIGKILL)
-	}
-	if l.initPgrp > 0 {
-		_ = unix.Kill(-l.initPgrp, unix.SIGKILL)
-	}
-}
-
-// teardown ends the sandbox and the supervisor within teardownBound, then
-// gives the terminal back. It is safe to call more than once.
-func (l *launch) teardown() {
-	deadline := time.NewTimer(teardownBound)
-	defer deadline.Stop()
-	if l.o.Isolation == IsolationNone {
-		// The init kills and reaps the command's leftovers itself; killing
-		// it first would orphan them.
-		select {
-		case <-l.waited:
-		case <-time.After(teardownBound / 2):
-		}
-	}
-	l.killSandbox()
-	select {
-	case <-l.waited:
-	case <-deadline.C:
-		l.log.Error("sandbox did not exit in time", "bound", teardownBound)
-	}
-	if l.sup != nil {
-		l.sup.Shutdown()
-		select {
-		case <-l.sup.Done():
-			_ = l.sup.Close()
-		case <-deadline.C:
-			l.log.Error("supervisor did not stop in time; leaving it", "bound", teardownBound)
-		}
-	}
-	if l.term != nil {
-		l.term.takeBack()
-		l.term = nil
-	}
-	l.stderr.wait(100 * time.Millisecond)
 }
 
 func (l *launch) onDecision(d *supervisor.Decision) {
@@ -500,69 +321,4 @@ func (l *launch) onDecision(d *supervisor.Decision) {
 	l.log.Debug("exec", "pid", d.Pid, "argv", supervisor.FormatArgv(d.Exec.Argv),
 		"path", d.Exec.Path, "resolved", d.Exec.Resolved, "decision", d.Result.Decision.String(),
 		"rule", d.Result.RuleText(), "errno", d.Errno, "latency", d.Latency)
-}
-
-// relay copies bwrap's own stderr to the user. Until the sandbox is ready it
-// keeps what bwrap says, so a setup failure can be reported in one message.
-type relay struct {
-	r    *os.File
-	to   *os.File
-	done chan struct{}
-
-	mu      sync.Mutex
-	buf     bytes.Buffer // guarded by mu
-	through bool         // guarded by mu
-}
-
-func newRelay(r, to *os.File) *relay {
-	rl := &relay{r: r, to: to, done: make(chan struct{})}
-	go func() {
-		defer close(rl.done)
-		defer r.Close()
-		b := make([]byte, 4096)
-		for {
-			n, err := r.Read(b)
-			if n > 0 {
-				rl.mu.Lock()
-				if rl.through {
-					_, _ = rl.to.Write(b[:n])
-				} else if rl.buf.Len() < 64<<10 {
-					rl.buf.Write(b[:n])
-				}
-				rl.mu.Unlock()
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return rl
-}
-
-// captured returns what was kept, after the writer side closed (bounded).
-func (rl *relay) captured() string {
-	rl.wait(500 * time.Millisecond)
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	return rl.buf.String()
-}
-
-func (rl *relay) passThrough() {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	rl.through = true
-	if rl.buf.Len() > 0 {
-		_, _ = rl.to.Write(rl.buf.Bytes())
-		rl.buf.Reset()
-	}
-}
-
-func (rl *relay) wait(d time.Duration) {
-	if rl == nil {
-		return
-	}
-	select {
-	case <-rl.done:
-	case <-time.After(d):
-	}
 }

@@ -130,47 +130,71 @@ func newFrameConn(f *os.File) (*frameConn, error) {
 	return &frameConn{c: uc}, nil
 }
 
+// send writes one frame, with fds as SCM_RIGHTS data. A stream socket may
+// take only part of a large frame in one sendmsg (the descriptors ride with
+// the first part); the rest follows.
 func (fc *frameConn) send(v any, fds ...int) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding control message: %w", err)
 	}
+	if len(b) > maxFrame {
+		return fmt.Errorf("control message of %d bytes", len(b))
+	}
 	frame := make([]byte, 4+len(b))
 	binary.BigEndian.PutUint32(frame, uint32(len(b)))
 	copy(frame[4:], b)
-	if len(fds) == 0 {
-		_, err = fc.c.Write(frame)
-		return err
+	n := 0
+	if len(fds) > 0 {
+		n, _, err = fc.c.WriteMsgUnix(frame, unix.UnixRights(fds...), nil)
+		if err != nil {
+			return err
+		}
 	}
-	n, _, err := fc.c.WriteMsgUnix(frame, unix.UnixRights(fds...), nil)
-	if err == nil && n != len(frame) {
-		err = io.ErrShortWrite
+	if n < len(frame) {
+		_, err = fc.c.Write(frame[n:])
 	}
 	return err
 }
 
-// recv decodes the next frame into v and returns the descriptors received
-// with it. It returns io.EOF when the peer is gone.
+// recv decodes the next frame into v and returns every descriptor received
+// so far (the one-shot protocol sends at most one frame with descriptors and
+// waits for an answer after it). It returns io.EOF when the peer is gone.
 func (fc *frameConn) recv(v any) ([]int, error) {
+	err := fc.recvQueued(v)
+	fds := fc.fds
+	fc.fds = nil
+	if err != nil {
+		closeAll(fds)
+		return nil, err
+	}
+	return fds, nil
+}
+
+// recvQueued decodes the next frame into v and leaves the descriptors that
+// arrived so far queued; the caller takes the frame's own with takeFDs.
+//
+// Preconditions: every frame that carries descriptors was sent with them in
+// one sendmsg, so they arrive no later than the frame's first byte.
+func (fc *frameConn) recvQueued(v any) error {
 	for {
 		if len(fc.rbuf) >= 4 {
 			n := int(binary.BigEndian.Uint32(fc.rbuf))
 			if n > maxFrame {
-				return nil, fmt.Errorf("control frame of %d bytes", n)
+				return fmt.Errorf("control frame of %d bytes", n)
 			}
 			if len(fc.rbuf) >= 4+n {
 				err := json.Unmarshal(fc.rbuf[4:4+n], v)
 				fc.rbuf = fc.rbuf[4+n:]
-				fds := fc.fds
-				fc.fds = nil
 				if err != nil {
-					closeAll(fds)
-					return nil, fmt.Errorf("decoding control message: %w", err)
+					return fmt.Errorf("decoding control message: %w", err)
 				}
-				return fds, nil
+				return nil
 			}
 		}
-		buf := make([]byte, 64<<10)
+		// Small: a session's reader sits in this read for the session's
+		// whole life; a larger frame is assembled in rbuf.
+		buf := make([]byte, 8<<10)
 		oob := make([]byte, 512)
 		n, oobn, _, _, err := fc.c.ReadMsgUnix(buf, oob)
 		if oobn > 0 {
@@ -180,12 +204,22 @@ func (fc *frameConn) recv(v any) ([]int, error) {
 			fc.rbuf = append(fc.rbuf, buf[:n]...)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n <= 0 {
-			return nil, io.EOF
+			return io.EOF
 		}
 	}
+}
+
+// takeFDs removes the n oldest queued descriptors and returns them.
+func (fc *frameConn) takeFDs(n int) ([]int, error) {
+	if n < 0 || n > len(fc.fds) {
+		return nil, fmt.Errorf("control message announces %d descriptors, %d arrived", n, len(fc.fds))
+	}
+	fds := append([]int(nil), fc.fds[:n]...)
+	fc.fds = fc.fds[n:]
+	return fds, nil
 }
 
 func (fc *frameConn) parseOOB(oob []byte) {

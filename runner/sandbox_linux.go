@@ -2,18 +2,17 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/policy"
@@ -60,8 +59,12 @@ type SandboxOptions struct {
 // detach; see spawn_unsafe.go.
 type Sandbox struct {
 	log     *slog.Logger
+	warn    func(string) // a degraded mode, said to the user or logged
 	cmd     *exec.Cmd
+	bare    bool          // no bubblewrap: cmd is the init itself
+	binds   []string      // the paths bound into it (RW, RO)
 	waited  chan struct{} // closed when cmd.Wait returned
+	waitErr error         // cmd.Wait's result, once waited is closed
 	conn    *frameConn
 	sup     *supervisor.Supervisor
 	initPid int
@@ -69,12 +72,12 @@ type Sandbox struct {
 	// It becomes readable only once every task of the namespace is gone:
 	// the kernel empties a pid namespace before its init finishes exiting.
 	nsInit int
-	stderr *stderrLog
+	stderr *setupOutput
 
 	sendMu sync.Mutex // one frame at a time on conn
 
 	done     chan struct{} // closed when the sandbox has ended (closed or lost)
-	readDone chan struct{} // closed when the reader has stopped
+	readDone chan struct{} // closed when the reader has stopped (nil: none started)
 	teardown sync.Once
 
 	mu       sync.Mutex
@@ -144,146 +147,27 @@ type SpawnRequest struct {
 }
 
 // StartSandbox starts bubblewrap with the init in session mode and the
-// supervisor on its listener.
-func StartSandbox(o SandboxOptions) (*Sandbox, error) {
-	start := time.Now()
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	filter, err := supervisor.Filter()
-	if err != nil {
-		return nil, &SetupError{Err: err}
-	}
-	fallback, err := supervisor.FallbackFilter()
-	if err != nil {
-		return nil, &SetupError{Err: err}
-	}
-	exe := o.Exe
-	if exe == "" {
-		if exe, err = os.Executable(); err == nil {
-			exe, err = filepath.EvalSymlinks(exe)
-		}
-		if err != nil {
-			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
-		}
-	}
-	argv, err := sandboxArgv(exe, bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
-		Hide: o.Hide, HideFiles: o.HideFiles})
+// supervisor on its listener. Cancelling ctx while it starts ends it.
+func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
+	s, err := startSandbox(ctx, startSpec{
+		box: bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
+			Hide: o.Hide, HideFiles: o.HideFiles},
+		exe:    o.Exe,
+		config: configMsg{Session: true, Dir: o.Dir},
+		policy: o.Policy,
+		sup:    supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify},
+		log:    o.Logger,
+	})
 	if err != nil {
 		return nil, err
 	}
-	conn, childEnd, err := newControlPair()
-	if err != nil {
-		return nil, err
-	}
-	defer childEnd.Close()
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		conn.close()
-		return nil, &SetupError{Err: err}
-	}
-	defer devnull.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		conn.close()
-		return nil, &SetupError{Err: err}
-	}
-	s := &Sandbox{
-		log:      log,
-		conn:     conn,
-		waited:   make(chan struct{}),
-		done:     make(chan struct{}),
-		readDone: make(chan struct{}),
-		children: make(map[string]*childEntry),
-		stderr:   newStderrLog(errR, log),
-		nsInit:   -1,
-	}
-	s.cmd = &exec.Cmd{
-		Path:       argv[0],
-		Args:       argv,
-		Env:        []string{},
-		Dir:        o.Dir,
-		Stdin:      devnull,
-		Stdout:     devnull,
-		Stderr:     errW,
-		ExtraFiles: []*os.File{childEnd, errW},
-		SysProcAttr: &syscall.SysProcAttr{
-			// A session of its own: no controlling terminal, so nothing in
-			// the sandbox can open /dev/tty and read or write the user's
-			// terminal, and terminal signals do not reach it.
-			Setsid:    true,
-			Pdeathsig: unix.SIGKILL,
-		},
-	}
-	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
-	err = startLocked(s.cmd, func(error) { close(s.waited) })
-	errW.Close()
-	if err != nil {
-		conn.close()
-		errR.Close()
-		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
-	}
-	fail := func(cause error) (*Sandbox, error) {
-		s.kill()
-		select {
-		case <-s.waited:
-		case <-time.After(teardownBound):
-		}
-		conn.close()
-		return nil, &SetupError{Err: cause, Detail: s.stderr.captured(500 * time.Millisecond)}
-	}
-	if err := conn.send(configMsg{Session: true, Filter: filter, Fallback: fallback, Dir: o.Dir}); err != nil {
-		return fail(fmt.Errorf("sending configuration to the sandbox: %w", err))
-	}
-	var m initMsg
-	fds, err := conn.recv(&m)
-	if err != nil {
-		return fail(errors.New("the sandbox exited before it was ready"))
-	}
-	switch {
-	case m.Kind == msgSetupErr:
-		closeAll(fds)
-		return fail(errors.New(m.Message))
-	case m.Kind != msgListener:
-		closeAll(fds)
-		return fail(fmt.Errorf("unexpected message %q from the sandbox", m.Kind))
-	case m.PtraceOnly && (len(fds) != 0 || conn.pid <= 0), !m.PtraceOnly && (len(fds) != 1 || conn.pid <= 0):
-		closeAll(fds)
-		return fail(fmt.Errorf("sandbox sent %d descriptors and pid %d, want a listener and its pid", len(fds), conn.pid))
-	}
-	s.initPid = int(conn.pid)
-	s.nsInit = nsInitPidfd(s.initPid)
-	supOpts := supervisor.Options{
-		OnDecision: o.OnDecision,
-		Ask:        o.Ask,
-		Logger:     log,
-		RootPid:    s.initPid,
-		SearchPath: o.SearchPath,
-		Verify:     o.Verify,
-	}
-	if m.PtraceOnly {
-		log.Warn("a seccomp notify listener already exists above this sandbox: supervising with ptrace only")
-		s.sup, err = supervisor.NewPtraceOnly(s.initPid, o.Policy, supOpts)
-	} else {
-		s.sup, err = supervisor.New(fds[0], o.Policy, supOpts)
-	}
-	if err != nil {
-		closeAll(fds)
-		return fail(fmt.Errorf("starting the supervisor: %w", err))
-	}
-	go func() {
-		if err := s.sup.Run(); err != nil {
-			log.Error("supervisor stopped", "err", err)
-		}
-	}()
-	s.stderr.ready()
-	go s.read()
+	s.children = make(map[string]*childEntry)
+	s.stderr.pass()
+	s.serve(s.read)
 	go func() {
 		<-s.waited
 		s.end(fmt.Errorf("%w: bubblewrap exited (%v)", ErrSandboxLost, s.cmd.ProcessState))
 	}()
-	log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", s.initPid)
 	return s, nil
 }
 
@@ -326,7 +210,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 		fds[i] = int(f.Fd())
 	}
 	s.sendMu.Lock()
-	err := s.conn.sendAll(sessMsg{
+	err := s.conn.send(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
 		Argv: toBytes(req.Argv), Env: toBytes(WorkloadEnv(req.Env)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),
@@ -344,7 +228,6 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 
 // read dispatches the init's reports to the processes' handlers.
 func (s *Sandbox) read() {
-	defer close(s.readDone)
 	for {
 		var m sessMsg
 		if err := s.conn.recvQueued(&m); err != nil {
@@ -418,122 +301,6 @@ func (s *Sandbox) end(cause error) {
 	s.mu.Unlock()
 	go s.stop()
 	close(s.done)
-}
-
-// kill ends everything in the sandbox at once: SIGKILL to bwrap's process
-// group reaches bwrap and the namespace's pid 1, and when pid 1 dies the
-// kernel kills every task in the namespace.
-func (s *Sandbox) kill() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL)
-	}
-}
-
-// Close kills everything in the sandbox and stops the supervisor, within
-// the teardown bound. It is idempotent.
-func (s *Sandbox) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	s.stop()
-	return nil
-}
-
-func (s *Sandbox) stop() {
-	s.teardown.Do(func() {
-		// One bound for the whole teardown, even if the supervisor is
-		// wedged in the kernel.
-		end := time.Now().Add(teardownBound)
-		wait := func(ch <-chan struct{}, what string) bool {
-			select {
-			case <-ch:
-				return true
-			case <-time.After(time.Until(end)):
-				s.log.Error(what+" did not finish in time", "bound", teardownBound)
-				return false
-			}
-		}
-		s.kill()
-		wait(s.waited, "bubblewrap's exit")
-		// bwrap's own exit does not wait for the namespace to empty: wait
-		// for its pid 1, so that nothing of the sandbox runs once Close
-		// returns.
-		if s.nsInit >= 0 {
-			for pidfdAlive(s.nsInit) && time.Now().Before(end) {
-				time.Sleep(time.Millisecond)
-			}
-			unix.Close(s.nsInit)
-			s.nsInit = -1
-		}
-		s.conn.close()
-		wait(s.readDone, "the control reader")
-		s.sup.Shutdown()
-		if wait(s.sup.Done(), "the supervisor") {
-			_ = s.sup.Close()
-		}
-		s.stderr.wait(100 * time.Millisecond)
-		s.end(nil)
-	})
-}
-
-// stderrLog keeps what bwrap and the init say on stderr until the sandbox
-// is ready (a start-up failure becomes one error), and logs it afterwards.
-type stderrLog struct {
-	log  *slog.Logger
-	done chan struct{}
-
-	mu      sync.Mutex
-	buf     bytes.Buffer // guarded by mu
-	started bool         // guarded by mu
-}
-
-func newStderrLog(r *os.File, log *slog.Logger) *stderrLog {
-	l := &stderrLog{log: log, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		defer r.Close()
-		b := make([]byte, 4096)
-		for {
-			n, err := r.Read(b)
-			if n > 0 {
-				l.mu.Lock()
-				if l.started {
-					l.log.Warn("sandbox stderr", "text", strings.TrimSpace(string(b[:n])))
-				} else if l.buf.Len() < 64<<10 {
-					l.buf.Write(b[:n])
-				}
-				l.mu.Unlock()
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return l
-}
-
-func (l *stderrLog) ready() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.started = true
-	if l.buf.Len() > 0 {
-		l.log.Warn("sandbox stderr", "text", strings.TrimSpace(l.buf.String()))
-		l.buf.Reset()
-	}
-}
-
-func (l *stderrLog) captured(d time.Duration) string {
-	l.wait(d)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *stderrLog) wait(d time.Duration) {
-	select {
-	case <-l.done:
-	case <-time.After(d):
-	}
 }
 
 // nsInitPidfd opens a pidfd for the parent of the init, bubblewrap's pid 1

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +27,7 @@ func startTestSandbox(t *testing.T) *Sandbox {
 		Rules:   []policy.Rule{{Decision: policy.Deny, Pattern: "false", Source: "test"}},
 	})
 	require.NoError(t, err)
-	sb, err := StartSandbox(SandboxOptions{Dir: t.TempDir(), Policy: pol, SearchPath: "/usr/bin:/bin"})
+	sb, err := StartSandbox(context.Background(), SandboxOptions{Dir: t.TempDir(), Policy: pol, SearchPath: "/usr/bin:/bin"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Close() })
 	return sb
@@ -161,4 +162,51 @@ func sigIgnOf(t *testing.T, path string) uint64 {
 	}
 	t.Fatalf("no SigIgn in %s", path)
 	return 0
+}
+
+// A sandbox whose init never answers is ended when the start's context is
+// cancelled (cordon exec --no-daemon on SIGTERM), and one whose init dies
+// fails at once with what it said: the host keeps no copy of the init's end
+// of the control socket, so its EOF arrives.
+func TestStartSandboxEnds(t *testing.T) {
+	requireSeccompNotify(t)
+	requireBwrap(t)
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow})
+	require.NoError(t, err)
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		check   func(t *testing.T, err error)
+	}{
+		{
+			name: "init never answers: context cancelled", script: "exec sleep 60", timeout: 300 * time.Millisecond,
+			check: func(t *testing.T, err error) { assert.ErrorIs(t, err, context.DeadlineExceeded) },
+		},
+		{
+			name: "init dies", script: "echo 'init: cannot go on' >&2; exit 3", timeout: time.Minute,
+			check: func(t *testing.T, err error) {
+				var se *SetupError
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, "sandbox setup failed: init: cannot go on (the sandbox exited before it was ready); "+hintDoctor, err.Error())
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := dir + "/init"
+			require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755))
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			start := time.Now()
+			sb, err := StartSandbox(ctx, SandboxOptions{Dir: dir, Policy: pol, Exe: exe})
+			if sb != nil {
+				_ = sb.Close()
+			}
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), 5*time.Second, "bounded, not a hang")
+			tc.check(t, err)
+		})
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,16 +22,9 @@ import (
 // The init stays the namespace's subreaper for whatever escapes a shim (a
 // shim that was killed leaves its tree to the init) and reaps it.
 func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
-	listener, err := supervisor.InstallFilter(cfg.Filter)
-	if err != nil {
-		_ = conn.send(initMsg{Kind: msgSetupErr, Message: fmt.Sprintf("installing seccomp filter: %v", err)})
-		return 125
+	if code := installFilter(conn, cfg); code != 0 {
+		return code
 	}
-	if err := conn.send(initMsg{Kind: msgListener}, listener); err != nil {
-		fmt.Fprintf(os.Stderr, "cordon init: sending listener: %v\n", err)
-		return 125
-	}
-	unix.Close(listener)
 	unix.Close(stderrFd) // nothing to hand to a command: each process brings its own fds
 
 	si := &sessInit{
@@ -92,7 +84,7 @@ func (si *sessInit) send(m sessMsg, fds ...int) {
 	si.sendMu.Lock()
 	defer si.sendMu.Unlock()
 	m.NFDs = len(fds)
-	_ = si.conn.sendAll(m, fds...)
+	_ = si.conn.send(m, fds...)
 }
 
 func (si *sessInit) failed(id, op string, errno syscall.Errno) {

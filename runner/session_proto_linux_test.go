@@ -44,7 +44,7 @@ func TestRecvQueuedKeepsDescriptorsWithTheirFrames(t *testing.T) {
 		{"one", []int{pipe('z')}},
 	}
 	for _, s := range sent {
-		require.NoError(t, ca.sendAll(sessMsg{Kind: msgSpawned, ID: s.id, NFDs: len(s.fds)}, s.fds...))
+		require.NoError(t, ca.send(sessMsg{Kind: msgSpawned, ID: s.id, NFDs: len(s.fds)}, s.fds...))
 		closeAll(s.fds)
 	}
 	want := map[string]string{"none": "", "two": "xy", "none-again": "", "one": "z"}
@@ -90,7 +90,7 @@ func TestSendAllLargeFrame(t *testing.T) {
 	require.NoError(t, err)
 	defer devnull.Close()
 	done := make(chan error, 1)
-	go func() { done <- ca.sendAll(sessMsg{Kind: msgSpawn, ID: "big", Argv: big, NFDs: 1}, int(devnull.Fd())) }()
+	go func() { done <- ca.send(sessMsg{Kind: msgSpawn, ID: "big", Argv: big, NFDs: 1}, int(devnull.Fd())) }()
 	var m sessMsg
 	require.NoError(t, cb.recvQueued(&m))
 	require.NoError(t, <-done)

@@ -1,14 +1,25 @@
 package runner
 
 import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/config"
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
 )
 
@@ -111,4 +122,441 @@ func policyPaths(spec bwrap.Spec) []string {
 		out = append(out, dir)
 	}
 	return out
+}
+
+// startSpec says how to start a sandbox. A one-shot run and a session differ
+// only in what is set here; startSandbox is the one path that starts either.
+type startSpec struct {
+	// isolation none runs the init on the host, without bubblewrap.
+	isolation Isolation
+	// box shapes the sandbox (its Dir, binds, network and hidden paths).
+	box bwrap.Spec
+	// exe is the binary that plays the init; empty means this executable.
+	exe string
+	// config is what the init runs, less the filters (added here).
+	config configMsg
+	// fallback lets the init supervise with ptrace only when a notify
+	// listener already exists above the sandbox (EBUSY).
+	fallback bool
+	// stdin, stdout and stderr are the user's (a one-shot run): stderr
+	// reaches the init as stderrFD, and what the sandbox itself says after
+	// start-up is passed to it. nil: /dev/null, and the sandbox's own
+	// stderr goes to the log.
+	stdin, stdout, stderr *os.File
+	// pgrp puts bubblewrap in a process group of its own in cordon's
+	// session, so it can have the terminal's foreground; otherwise it gets
+	// a session of its own, with no controlling terminal, so nothing in the
+	// sandbox can open /dev/tty and terminal signals do not reach it.
+	pgrp   bool
+	policy *policy.Policy
+	// sup configures the supervisor; RootPid and Logger are set here.
+	sup supervisor.Options
+	log *slog.Logger
+}
+
+// errNotReady is how cordon sees a sandbox that died during the handshake;
+// bubblewrap's own words, when it said any, say why.
+var errNotReady = errors.New("the sandbox exited before it was ready")
+
+// ptraceOnlyWarning is said when the init could not have a notify listener.
+const ptraceOnlyWarning = "a seccomp notify listener already exists above this sandbox " +
+	"(nested cordon, another notify-based tool, or WSL2 mirrored networking): supervising with ptrace only; " +
+	"a denied program is killed when it starts instead of failing with \"Operation not permitted\""
+
+// startSandbox starts bubblewrap (or the bare init) with the control socket
+// as fd ctlFD, hands the init its configuration, takes the notify listener
+// and the init's pid, and starts the supervisor on it. A sandbox that does
+// not get ready is ended and its error says why (bubblewrap's own message
+// when it gave one); cancelling ctx during the start ends it too.
+func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	log := sp.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg := sp.config
+	var err error
+	if cfg.Filter, err = supervisor.Filter(); err != nil {
+		return nil, &SetupError{Err: err}
+	}
+	if sp.fallback {
+		if cfg.Fallback, err = supervisor.FallbackFilter(); err != nil {
+			return nil, &SetupError{Err: err}
+		}
+	}
+	if err := checkDir(sp.box.Dir); err != nil {
+		return nil, err
+	}
+	argv, err := sp.argv()
+	if err != nil {
+		return nil, err
+	}
+	conn, childEnd, err := newControlPair()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		conn.close()
+		childEnd.Close()
+		return nil, &SetupError{Err: err}
+	}
+	stdin, stdout, stderr := sp.stdin, sp.stdout, sp.stderr
+	if stdin == nil || stdout == nil {
+		devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			conn.close()
+			childEnd.Close()
+			errR.Close()
+			errW.Close()
+			return nil, &SetupError{Err: err}
+		}
+		defer devnull.Close()
+		stdin, stdout = cmp.Or(stdin, devnull), cmp.Or(stdout, devnull)
+	}
+	pass := func(b []byte) { log.Warn("sandbox stderr", "text", strings.TrimSpace(string(b))) }
+	if stderr != nil {
+		pass = func(b []byte) { _, _ = sp.stderr.Write(b) }
+	} else {
+		stderr = errW
+	}
+	s := &Sandbox{
+		log:    log,
+		warn:   func(msg string) { log.Warn(msg) },
+		bare:   sp.isolation == IsolationNone,
+		binds:  append(append([]string(nil), sp.box.RW...), sp.box.RO...),
+		conn:   conn,
+		waited: make(chan struct{}),
+		done:   make(chan struct{}),
+		nsInit: -1,
+	}
+	if sp.stderr != nil {
+		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
+	}
+	s.cmd = &exec.Cmd{
+		Path:       argv[0],
+		Args:       argv,
+		Env:        []string{}, // the command's environment travels over the control socket
+		Dir:        sp.box.Dir,
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     errW,
+		ExtraFiles: []*os.File{childEnd, stderr},
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   sp.pgrp,
+			Setsid:    !sp.pgrp,
+			Pdeathsig: unix.SIGKILL,
+		},
+	}
+	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
+	err = startLocked(s.cmd, func(err error) {
+		s.waitErr = err
+		close(s.waited)
+	})
+	// Only the sandbox may hold the child's ends: the control socket's EOF
+	// and the pipe's are how a sandbox that dies during start-up is seen.
+	childEnd.Close()
+	errW.Close()
+	if err != nil {
+		conn.close()
+		errR.Close()
+		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
+	}
+	s.stderr = newSetupOutput(errR, pass)
+	// bwrap's process group holds its pid 1: killing it empties the
+	// namespace, and the handshake's read sees EOF.
+	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) })
+	defer stop()
+	if err := s.handshake(cfg, sp); err != nil {
+		return nil, s.startFailed(ctx, err)
+	}
+	log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", s.initPid, "verification", s.sup.VerifyMode())
+	return s, nil
+}
+
+// argv is the command line that runs the init: bubblewrap's, or the init
+// itself without isolation.
+func (sp *startSpec) argv() ([]string, error) {
+	exe := sp.exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		if err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
+		}
+	}
+	if sp.isolation == IsolationNone {
+		return []string{exe, InitArg}, nil
+	}
+	return sandboxArgv(exe, sp.box)
+}
+
+// checkDir fails when the working directory cannot be the sandbox's: the
+// kernel would report its chdir as a failure of bubblewrap's exec.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err == nil && !fi.IsDir() {
+		err = unix.ENOTDIR
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &SetupError{Err: fmt.Errorf("working directory %s: %w", dir, err),
+			Hint: "create it, or run from (or ask for) a directory that exists"}
+	}
+	return nil
+}
+
+// handshake sends the configuration, takes the listener (or the init's word
+// that it supervises with ptrace only) and the init's pid, and starts the
+// supervisor.
+func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
+	if err := s.conn.send(cfg); err != nil {
+		s.log.Debug("sending configuration to the sandbox", "err", err)
+		return errNotReady
+	}
+	var m initMsg
+	fds, err := s.conn.recv(&m)
+	if err != nil {
+		s.log.Debug("reading the sandbox's first message", "err", err)
+		return errNotReady
+	}
+	switch m.Kind {
+	case msgListener:
+	case msgExecErr:
+		closeAll(fds)
+		return &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}
+	case msgSetupErr:
+		closeAll(fds)
+		return errors.New(m.Message)
+	default:
+		closeAll(fds)
+		return fmt.Errorf("unexpected message %q from the sandbox", m.Kind)
+	}
+	want := 1
+	if m.PtraceOnly {
+		want = 0
+	}
+	if len(fds) != want || s.conn.pid <= 0 {
+		closeAll(fds)
+		return fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), s.conn.pid, want)
+	}
+	s.initPid = int(s.conn.pid)
+	if !s.bare {
+		s.nsInit = nsInitPidfd(s.initPid)
+	}
+	opts := sp.sup
+	opts.RootPid, opts.Logger = s.initPid, s.log
+	if m.PtraceOnly {
+		s.warn(ptraceOnlyWarning)
+		s.sup, err = supervisor.NewPtraceOnly(s.initPid, sp.policy, opts)
+	} else {
+		s.sup, err = supervisor.New(fds[0], sp.policy, opts)
+	}
+	if err != nil {
+		closeAll(fds)
+		return fmt.Errorf("starting the supervisor: %w", err)
+	}
+	go func() {
+		if err := s.sup.Run(); err != nil {
+			s.log.Error("supervisor stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// startFailed ends a sandbox that did not get ready (or could not start its
+// command) and returns why: an ExecError as it is; otherwise a SetupError
+// with what bubblewrap said.
+func (s *Sandbox) startFailed(ctx context.Context, cause error) error {
+	var xe *ExecError
+	if !errors.As(cause, &xe) {
+		// Let it exit by itself first, so that what it says is whole.
+		select {
+		case <-s.waited:
+		case <-time.After(time.Second):
+		}
+	}
+	_ = s.Close()
+	switch {
+	case xe != nil:
+		return cause
+	case ctx.Err() != nil:
+		return fmt.Errorf("starting the sandbox: %w", ctx.Err())
+	}
+	detail := s.stderr.captured(500 * time.Millisecond)
+	if errors.Is(cause, errNotReady) && strings.TrimSpace(detail) == "" {
+		select {
+		case <-s.waited: // waitErr is set
+			if s.waitErr != nil {
+				cause = fmt.Errorf("%w (%v)", cause, s.waitErr)
+			}
+		default:
+		}
+	}
+	hint := hintDoctor
+	for _, p := range s.binds {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			// The caller's input, not the host: bubblewrap cannot bind
+			// what does not exist.
+			hint = p + " does not exist: create it, or leave it out of the sandbox's binds"
+			break
+		}
+	}
+	return &SetupError{Err: cause, Detail: detail, Hint: hint}
+}
+
+// serve runs read as the control channel's one reader; Close waits for it.
+func (s *Sandbox) serve(read func()) {
+	s.readDone = make(chan struct{})
+	go func() {
+		defer close(s.readDone)
+		read()
+	}()
+}
+
+// kill ends everything in the sandbox at once. SIGKILL to bubblewrap's
+// process group reaches its pid 1, and when that dies the kernel kills
+// every task in the namespace; the init's group is all that can be named
+// without bubblewrap.
+func (s *Sandbox) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL)
+	}
+	if s.initPid > 0 {
+		_ = unix.Kill(-s.initPid, unix.SIGKILL)
+	}
+}
+
+// Close kills everything in the sandbox and stops the supervisor, within
+// the teardown bound. It is idempotent.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.stop()
+	return nil
+}
+
+func (s *Sandbox) stop() {
+	s.teardown.Do(func() {
+		// One bound for the whole teardown, even if the supervisor is
+		// wedged in the kernel.
+		end := time.Now().Add(teardownBound)
+		wait := func(ch <-chan struct{}, what string) bool {
+			select {
+			case <-ch:
+				return true
+			case <-time.After(time.Until(end)):
+				s.log.Error(what+" did not finish in time", "bound", teardownBound)
+				return false
+			}
+		}
+		if s.bare {
+			// The init kills and reaps the command's leftovers itself;
+			// killing it first would orphan them.
+			select {
+			case <-s.waited:
+			case <-time.After(teardownBound / 2):
+			}
+		}
+		s.kill()
+		wait(s.waited, "the sandbox's exit")
+		// bwrap's own exit does not wait for the namespace to empty: wait
+		// for its pid 1, so that nothing of the sandbox runs once Close
+		// returns.
+		if s.nsInit >= 0 {
+			for pidfdAlive(s.nsInit) && time.Now().Before(end) {
+				time.Sleep(time.Millisecond)
+			}
+			unix.Close(s.nsInit)
+			s.nsInit = -1
+		}
+		s.conn.close()
+		if s.readDone != nil {
+			wait(s.readDone, "the control reader")
+		}
+		if s.sup != nil {
+			s.sup.Shutdown()
+			if wait(s.sup.Done(), "the supervisor") {
+				_ = s.sup.Close()
+			}
+		}
+		s.stderr.wait(100 * time.Millisecond)
+		s.end(nil)
+	})
+}
+
+// setupOutput reads what bubblewrap and the init say on stderr. Until the
+// sandbox is ready it keeps it, so that a start-up failure becomes one
+// error; from ready on, it passes everything to out (the user's stderr, or
+// the log).
+type setupOutput struct {
+	out  func([]byte)
+	done chan struct{}
+
+	mu    sync.Mutex
+	buf   bytes.Buffer // guarded by mu
+	ready bool         // guarded by mu
+}
+
+func newSetupOutput(r *os.File, out func([]byte)) *setupOutput {
+	so := &setupOutput{out: out, done: make(chan struct{})}
+	go func() {
+		defer close(so.done)
+		defer r.Close()
+		b := make([]byte, 4096)
+		for {
+			n, err := r.Read(b)
+			if n > 0 {
+				so.mu.Lock()
+				if so.ready {
+					so.out(b[:n])
+				} else if so.buf.Len() < 64<<10 {
+					so.buf.Write(b[:n])
+				}
+				so.mu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return so
+}
+
+// pass hands what was kept, and everything from now on, to out.
+func (so *setupOutput) pass() {
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	so.ready = true
+	if so.buf.Len() > 0 {
+		so.out(so.buf.Bytes())
+		so.buf.Reset()
+	}
+}
+
+// captured returns what was kept, after the writers closed (bounded).
+func (so *setupOutput) captured(d time.Duration) string {
+	so.wait(d)
+	so.mu.Lock()
+	defer so.mu.Unlock()
+	return so.buf.String()
+}
+
+func (so *setupOutput) wait(d time.Duration) {
+	select {
+	case <-so.done:
+	case <-time.After(d):
+	}
 }

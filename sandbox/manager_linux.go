@@ -114,7 +114,7 @@ func (m *Manager) NewSession(ctx context.Context, spec SessionSpec) (*Session, e
 		m.names[spec.Name] = true
 	}
 	m.mu.Unlock()
-	s, err := newSession(m, newID("s-"), spec)
+	s, err := newSession(ctx, m, newID("s-"), spec)
 	m.mu.Lock()
 	if err == nil && !m.closed {
 		m.sessions[s.id] = s

@@ -67,7 +67,7 @@ type pendingDecision struct {
 	at    time.Time
 }
 
-func newSession(m *Manager, id string, spec SessionSpec) (*Session, error) {
+func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpec) (*Session, error) {
 	pol, err := compilePolicy(spec.Policy)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func newSession(m *Manager, id string, spec SessionSpec) (*Session, error) {
 		decisions: newDecisionLog(m.opts.EventBuffer),
 	}
 	path, _ := envValue(env, "PATH")
-	sb, err := runner.StartSandbox(runner.SandboxOptions{
+	sb, err := runner.StartSandbox(startCtx, runner.SandboxOptions{
 		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net,
 		Hide: m.opts.Hide, HideFiles: m.opts.HideFiles,
 		Policy:     pol,

@@ -98,6 +98,13 @@ func cordon(t *testing.T, args ...string) result {
 
 func runCordon(t *testing.T, o runOpts, args ...string) result {
 	t.Helper()
+	return runCordonVia(t, o, append([]string{cordonBin}, args...)...)
+}
+
+// runCordonVia runs argv (a wrapper that runs cordon, or cordon itself) as
+// runCordon runs cordon.
+func runCordonVia(t *testing.T, o runOpts, argv ...string) result {
+	t.Helper()
 	if o.timeout == 0 {
 		o.timeout = 30 * time.Second
 	}
@@ -106,7 +113,7 @@ func runCordon(t *testing.T, o runOpts, args ...string) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, cordonBin, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = o.dir
 	cmd.Env = append(append(os.Environ(), raceEnv), o.env...)
 	cmd.Stdin = strings.NewReader(o.stdin)
@@ -116,7 +123,7 @@ func runCordon(t *testing.T, o runOpts, args ...string) result {
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("cordon %q did not finish within %v\nstdout: %s\nstderr: %s", args, o.timeout, r.stdout, r.stderr)
+		t.Fatalf("%q did not finish within %v\nstdout: %s\nstderr: %s", argv, o.timeout, r.stdout, r.stderr)
 	}
 	var ee *exec.ExitError
 	switch {

@@ -609,3 +609,36 @@ func TestPolicyHelp(t *testing.T) {
 		assert.Contains(t, r.stdout, flag)
 	}
 }
+
+// A YAML mistake is reported at the line it is on (the YAML library names
+// the line its enclosing block began on), and a policy mistake never
+// suggests cordon doctor: the host is fine.
+func TestPolicyMistakesPointAtTheLine(t *testing.T) {
+	requireSeccompNotify(t)
+	tests := []struct {
+		name, file, want string
+	}{
+		{"indent on line 3", "rules:\n  - deny: git push\n   - allow: ls\n", `p.yaml:3: did not find expected '-' indicator: "   - allow: ls"`},
+		{"key out of its rule on line 4", "default: allow\nrules:\n  - deny: git push\n  message: x\n", `p.yaml:4: did not find expected '-' indicator: "  message: x"`},
+		{"unclosed list on line 3", "rules:\n  - deny: git push\n  - deny: [git, push\n", `p.yaml:3: did not find expected ',' or ']': "  - deny: [git, push"`},
+		{"tab on line 3", "default: deny\nrules:\n\t- deny: git\n", `p.yaml:3: found character that cannot start any token: "\t- deny: git"`},
+		{"after a multi-line list", "rules:\n  - deny: [git,\n      push]\n  - deny: x\n   - bad\n", `p.yaml:5: did not find expected '-' indicator: "   - bad"`},
+		{"unknown key", "rules:\n  - deny: git push\n    mesage: typo\n", `p.yaml:3: rule 1: unknown key "mesage"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := newGitWorld(t)
+			writeFile(t, gw.dir, "p.yaml", tc.file)
+			r := runCordon(t, runOpts{dir: gw.dir, env: gw.env, timeout: startBound}, "--policy", "p.yaml", "--", "true")
+			assert.Equal(t, 125, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			assert.NotContains(t, r.stderr, "doctor")
+			assert.NotContains(t, r.stderr, "--help")
+		})
+	}
+	// A typo in a rule flag is how cordon was called: --help, not doctor.
+	r := runCordon(t, runOpts{timeout: startBound}, "--deny", "git {push", "--", "true")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `--deny: deny "git {push"`)
+	assert.NotContains(t, r.stderr, "doctor")
+}

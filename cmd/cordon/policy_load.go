@@ -52,7 +52,12 @@ type effectivePolicy struct {
 //     only when given on the command line (fs.Changed).
 //
 // Discovery and file warnings go to warn as "cordon: warning: ...".
-func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) (*effectivePolicy, error) {
+func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) (_ *effectivePolicy, err error) {
+	defer func() {
+		if err != nil {
+			err = &policyError{err: err}
+		}
+	}()
 	l, err := loadPolicyFile(o.file, warn, use)
 	if err != nil {
 		return nil, err
@@ -94,6 +99,14 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 	return e, nil
 }
 
+// policyError is a policy that could not be loaded: a file that does not
+// parse or whose examples fail, a rule flag that does not compile, an
+// untrusted file. Its message says where; it is not the host's fault.
+type policyError struct{ err error }
+
+func (e *policyError) Error() string { return e.err.Error() }
+func (e *policyError) Unwrap() error { return e.err }
+
 // trustUse says what a command does with a discovered policy file that is
 // not trusted.
 type trustUse int
@@ -113,7 +126,11 @@ const (
 // terminal the user is asked, and a yes is recorded; otherwise the
 // *config.UntrustedError says what to do (exit 125).
 func loadPolicyFile(file string, warn io.Writer, use trustUse) (*config.Loaded, error) {
-	opts := config.Options{PolicyFile: file, AllowUntrusted: use == forShow}
+	dir, err := currentDir()
+	if err != nil {
+		return nil, err
+	}
+	opts := config.Options{PolicyFile: file, Dir: dir, AllowUntrusted: use == forShow}
 	l, err := config.Load(opts)
 	var ue *config.UntrustedError
 	if errors.As(err, &ue) && promptTrust(ue) {

@@ -46,9 +46,13 @@ func exitCode(err error) int {
 		return xe.ExitCode()
 	}
 	fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
+	// A setup failure says what to do itself (cordon doctor only when the
+	// host is at fault); an untrusted or broken policy file names the file
+	// and line. Anything else is how cordon was called.
 	var ue *config.UntrustedError
-	if !errors.Is(err, runner.ErrSetup) && !errors.As(err, &ue) {
-		fmt.Fprintln(os.Stderr, "Run 'cordon --help' for usage, 'cordon doctor' to check this host.")
+	var pe *policyError
+	if !errors.Is(err, runner.ErrSetup) && !errors.As(err, &ue) && !errors.As(err, &pe) {
+		fmt.Fprintln(os.Stderr, "Run 'cordon --help' for usage.")
 	}
 	return exitSetup
 }

@@ -146,9 +146,9 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if o.timeout < 0 || o.killGrace < 0 {
 		return errors.New("--timeout and --kill-grace must not be negative")
 	}
-	dir, err := os.Getwd()
+	dir, err := currentDir()
 	if err != nil {
-		return fmt.Errorf("finding the current directory: %w", err)
+		return err
 	}
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")

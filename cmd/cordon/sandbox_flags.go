@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/sandbox"
@@ -52,9 +51,9 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 	if _, err := bwrap.ParseNet(o.net); err != nil {
 		return sandbox.SessionSpec{}, fmt.Errorf("--net: %w", err)
 	}
-	dir, err := os.Getwd()
+	dir, err := currentDir()
 	if err != nil {
-		return sandbox.SessionSpec{}, fmt.Errorf("finding the current directory: %w", err)
+		return sandbox.SessionSpec{}, err
 	}
 	return sandbox.SessionSpec{
 		Dir: dir, Env: clientEnv(), Policy: doc,
