@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -182,7 +183,7 @@ func reap(pid int, stopped func(unix.Signal)) unix.WaitStatus {
 func killDescendants() {
 	self := os.Getpid()
 	for {
-		kids := children(self)
+		kids := proc.Children(self)
 		if len(kids) == 0 {
 			return
 		}
@@ -198,27 +199,6 @@ func killDescendants() {
 			}
 		}
 	}
-}
-
-// children lists pid's children from /proc/PID/task/*/children.
-func children(pid int) []int {
-	// Not filepath.Glob: it would list every task directory in full.
-	dir := fmt.Sprintf("/proc/%d/task/", pid)
-	tasks, _ := os.ReadDir(dir)
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			var k int
-			if _, err := fmt.Sscan(f, &k); err == nil {
-				out = append(out, k)
-			}
-		}
-	}
-	return out
 }
 
 // lookPath finds the command the way a shell does: a name with a slash is

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -105,18 +106,18 @@ func TestChildren(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-	assert.Contains(t, children(os.Getpid()), cmd.Process.Pid)
-	assert.Empty(t, children(cmd.Process.Pid), "sleep has no children")
-	assert.Empty(t, children(1<<30), "no such pid")
+	assert.Contains(t, proc.Children(os.Getpid()), cmd.Process.Pid)
+	assert.Empty(t, proc.Children(cmd.Process.Pid), "sleep has no children")
+	assert.Empty(t, proc.Children(1<<30), "no such pid")
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	waited = true
-	assert.NotContains(t, children(os.Getpid()), cmd.Process.Pid)
+	assert.NotContains(t, proc.Children(os.Getpid()), cmd.Process.Pid)
 }
 
 // requireProcChildren skips unless /proc/PID/task/TID/children exists
-// (CONFIG_PROC_CHILDREN): without it children() sees nothing and the init
+// (CONFIG_PROC_CHILDREN): without it proc.Children sees nothing and the init
 // cannot find what to kill.
 func requireProcChildren(t *testing.T) {
 	t.Helper()
@@ -184,9 +185,9 @@ func subreaperChild() int {
 	if r.Mid, r.Deep = readPid("mid"), readPid("deep"); r.Mid == 0 || r.Deep == 0 {
 		return fail("no pid files from the shells")
 	}
-	r.Before = children(os.Getpid())
+	r.Before = proc.Children(os.Getpid())
 	killDescendants()
-	r.After = children(os.Getpid())
+	r.After = proc.Children(os.Getpid())
 	for _, p := range []int{r.Direct, r.Mid, r.Deep} {
 		// kill(pid, 0) succeeds on a zombie too: ESRCH means killed and reaped.
 		if unix.Kill(p, 0) != unix.ESRCH {
@@ -270,7 +271,7 @@ func reapChild() int {
 	})
 	r.Exited, r.Code = ws.Exited(), ws.ExitStatus()
 	r.Signaled, r.Signal = ws.Signaled(), int(ws.Signal())
-	r.Left = children(os.Getpid())
+	r.Left = proc.Children(os.Getpid())
 	return 0
 }
 

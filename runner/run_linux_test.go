@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/stretchr/testify/assert"
@@ -327,7 +328,7 @@ func assertNoLeaks(t *testing.T, before []string, allowed ...string) {
 			}
 			after = append(after, fd)
 		}
-		kids := children(os.Getpid())
+		kids := proc.Children(os.Getpid())
 		if len(after) <= len(before) && len(kids) == 0 {
 			return
 		}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,12 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -309,20 +307,11 @@ func (s *Sandbox) end(cause error) {
 // that cannot be established.
 func nsInitPidfd(initPid int) int {
 	ppid := func() int {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", initPid))
+		st, err := proc.ReadStat(initPid)
 		if err != nil {
 			return 0
 		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			return 0
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 {
-			return 0
-		}
-		n, _ := strconv.Atoi(f[1])
-		return n
+		return st.PPid
 	}
 	p1 := ppid()
 	if p1 <= 1 {
@@ -337,16 +326,4 @@ func nsInitPidfd(initPid int) int {
 		return -1
 	}
 	return fd
-}
-
-// pidfdAlive reports whether the process behind a pidfd has not exited.
-func pidfdAlive(fd int) bool {
-	for {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && n == 0
-	}
 }

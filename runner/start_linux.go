@@ -18,6 +18,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/config"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -476,7 +477,7 @@ func (s *Sandbox) stop() {
 		// for its pid 1, so that nothing of the sandbox runs once Close
 		// returns.
 		if s.nsInit >= 0 {
-			for pidfdAlive(s.nsInit) && time.Now().Before(end) {
+			for proc.PidfdAlive(s.nsInit) && time.Now().Before(end) {
 				time.Sleep(time.Millisecond)
 			}
 			unix.Close(s.nsInit)

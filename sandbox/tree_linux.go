@@ -37,7 +37,7 @@ func (p *pidFD) signal(sig syscall.Signal) error {
 func (p *pidFD) alive() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.fd >= 0 && fdAlive(p.fd)
+	return p.fd >= 0 && proc.PidfdAlive(p.fd)
 }
 
 // hostPid is the process's pid in cordon's pid namespace, or 0 once it has
@@ -57,18 +57,6 @@ func (p *pidFD) close() {
 	if p.fd >= 0 {
 		unix.Close(p.fd)
 		p.fd = -1
-	}
-}
-
-// fdAlive polls a pidfd: it is readable once the process has exited.
-func fdAlive(fd int) bool {
-	for {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && n == 0
 	}
 }
 
@@ -124,13 +112,13 @@ func walkTree(root int, rootFD *pidFD) []member {
 				continue
 			}
 			st, err := proc.ReadStat(c)
-			if err != nil || st.PPid != parent.pid || st.State == 'Z' || st.State == 'X' || !parent.alive() || !fdAlive(fd) {
+			if err != nil || st.PPid != parent.pid || st.State == 'Z' || st.State == 'X' || !parent.alive() || !proc.PidfdAlive(fd) {
 				unix.Close(fd)
 				continue
 			}
 			out = append(out, member{pid: c, fd: fd})
 			cfd := fd
-			queue = append(queue, level{c, func() bool { return fdAlive(cfd) }})
+			queue = append(queue, level{c, func() bool { return proc.PidfdAlive(cfd) }})
 		}
 	}
 	return out
@@ -182,7 +170,7 @@ func waitPidFD(ctx context.Context, fd int) error {
 	defer stop()
 	if err := f.SetReadDeadline(time.Time{}); err != nil {
 		// Not pollable here: fall back to polling.
-		for fdAlive(fd) {
+		for proc.PidfdAlive(fd) {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -191,7 +179,7 @@ func waitPidFD(ctx context.Context, fd int) error {
 		}
 		return nil
 	}
-	err = rc.Read(func(fd uintptr) bool { return !fdAlive(int(fd)) })
+	err = rc.Read(func(fd uintptr) bool { return !proc.PidfdAlive(int(fd)) })
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return ctx.Err()
 	}
