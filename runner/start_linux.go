@@ -56,7 +56,6 @@ func sandboxArgv(exe string, spec bwrap.Spec) ([]string, error) {
 		return nil, &SetupError{Err: err}
 	}
 	spec.Exe, spec.Command, spec.Privileged = exe, []string{exe, InitArg}, os.Geteuid() == 0
-	spec.Protect = append(spec.Protect, policyPaths(spec)...)
 	args, err := spec.Args()
 	if err != nil {
 		return nil, &SetupError{Err: err}
@@ -294,7 +293,14 @@ func (sp *startSpec) argv() ([]string, error) {
 	if sp.isolation == IsolationNone {
 		return []string{exe, InitArg}, nil
 	}
-	return sandboxArgv(exe, sp.box)
+	// What decides the next run's policy is bound read-only, and never
+	// runs (supervisor.Options.NeverRun): bound read-only, a file a
+	// previous run wrote would pass --deny-writable-exec.
+	protected := policyPaths(sp.box)
+	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
+	box := sp.box
+	box.Protect = append(append([]string{}, box.Protect...), protected...)
+	return sandboxArgv(exe, box)
 }
 
 // checkDir fails when the working directory cannot be the sandbox's: the

@@ -142,7 +142,7 @@ func BenchmarkReadHead(b *testing.B) {
 	b.Run("reopen", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if len(readHead(t.fd)) == 0 {
+			if h, err := readHead(t.fd); err != nil || len(h) == 0 {
 				b.Fatal("empty head")
 			}
 		}

@@ -24,6 +24,8 @@ const (
 	reasonForeign      = "built-in: the caller is in a mount namespace or root of its own, where paths mean something else"
 	reasonNoDir        = "built-in: the caller's working directory cannot be identified in the sandbox"
 	reasonUnidentified = "built-in: cannot identify the program"
+	reasonUnreadable   = "built-in: cannot read the program to tell whether it is a #! script"
+	reasonNeverRun     = "built-in: cordon's policy files and trust store never run"
 )
 
 // sandboxView is what every caller is checked against before anything it

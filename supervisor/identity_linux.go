@@ -197,6 +197,9 @@ type fileCache struct {
 	rootPid    int // a process whose root is the sandbox's root
 	sandbox    *sandboxView
 	searchPath []string // the command's PATH
+	// neverRun holds the device and inode of files that never run
+	// (Options.NeverRun). Set before the first decision, then read-only.
+	neverRun map[[2]uint64]bool
 
 	mu      sync.Mutex
 	lookups map[string]lookupEntry     // guarded by mu
@@ -404,4 +407,25 @@ func (f *files) Resolve(path string) (policy.Exec, bool) {
 	f.where[[2]uint64{t.id.Dev, t.id.Ino}] = t.path
 	f.mu.Unlock()
 	return policy.Exec{Path: path, Resolved: t.path, File: t.id, Known: true, Writable: t.writable}, true
+}
+
+// neverRun returns the device and inode of each file in paths, and of the
+// regular files directly in each directory among them.
+func neverRun(paths []string) map[[2]uint64]bool {
+	ids := map[[2]uint64]bool{}
+	add := func(p string) {
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			ids[[2]uint64{st.Dev, st.Ino}] = true
+		}
+	}
+	for _, p := range paths {
+		add(p)
+		if entries, err := os.ReadDir(p); err == nil {
+			for _, e := range entries {
+				add(filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return ids
 }

@@ -38,6 +38,11 @@ func newJudge(pol *policy.Policy, fs *files) judge {
 // interpreters as the kernel does. The strictest decision wins, so a script
 // cannot be used to start a denied interpreter.
 func (j judge) decide(pid, root int, tgt *target, filename string, d *Decision) syscall.Errno {
+	if j.files.neverRun[[2]uint64{tgt.id.Dev, tgt.id.Ino}] {
+		d.Result = policy.Result{Decision: policy.Deny}
+		d.Reason = reasonNeverRun
+		return unix.EPERM
+	}
 	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
 	d.Exec.Resolved = tgt.path
 	d.image, d.imageKnown = tgt.id, true
@@ -54,14 +59,17 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Decision) 
 		}
 	}()
 	for depth := 0; depth < maxInterpDepth; depth++ {
-		interp, arg, ok := shebang(readHead(fd))
+		head, err := readHead(fd)
+		if err != nil {
+			d.Result = policy.Result{Decision: policy.Deny}
+			d.Reason = reasonUnreadable
+			return unix.EPERM
+		}
+		interp, args, ok := shebang(head)
 		if !ok {
 			return 0
 		}
-		next := []string{interp}
-		if arg != "" {
-			next = append(next, arg)
-		}
+		next := append([]string{interp}, args...)
 		next = append(next, filename)
 		if len(argv) > 1 {
 			next = append(next, argv[1:]...)
@@ -81,6 +89,11 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Decision) 
 			return errno // a missing interpreter fails the exec as the kernel would
 		}
 		opened = append(opened, it.fd)
+		if j.files.neverRun[[2]uint64{it.id.Dev, it.id.Ino}] {
+			d.Result = policy.Result{Decision: policy.Deny}
+			d.Reason = reasonNeverRun
+			return unix.EPERM
+		}
 		e := policy.Exec{Argv: next, Path: interp, Resolved: it.path, File: it.id, Known: true, Writable: it.writable}
 		j.files.setCurrent(&it)
 		r := j.pol.Decide(&e)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -18,38 +19,97 @@ const (
 	maxInterpDepth = 4
 )
 
-// shebang parses a #! line the way the kernel's binfmt_script does: the
-// interpreter is the first word; the rest of the line, trimmed, is at most
-// one argument.
-func shebang(head []byte) (interp, arg string, ok bool) {
-	if !bytes.HasPrefix(head, []byte("#!")) {
-		return "", "", false
+// shebang parses a #! line exactly as the kernel's binfmt_script does
+// (fs/binfmt_script.c, load_script), so what is decided is what the kernel
+// will run: head is the first BINPRM_BUF_SIZE bytes of the file (fewer for
+// a short file; the kernel's buffer is zeroed past them). The line ends at
+// the first newline; without one in the buffer, the interpreter must be
+// followed by a space, tab or NUL before its last byte (else the kernel
+// refuses it as possibly truncated) and the line ends there. Trailing
+// spaces and tabs are trimmed; the interpreter runs to the first space, tab
+// or NUL; what follows a space or tab, trimmed, is one argument, read as a
+// C string (up to its first NUL; it may be empty and still be passed).
+// args holds that argument, or nothing.
+func shebang(head []byte) (interp string, args []string, ok bool) {
+	var buf [binprmBufSize]byte
+	copy(buf[:], head)
+	b := buf[:]
+	if b[0] != '#' || b[1] != '!' {
+		return "", nil, false
 	}
-	line := head[2:]
-	if i := bytes.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
+	spacetab := func(c byte) bool { return c == ' ' || c == '\t' }
+	// Both search up to and including last, as the kernel's helpers do.
+	nextNonSpaceTab := func(first, last int) int {
+		for ; first <= last; first++ {
+			if !spacetab(b[first]) {
+				return first
+			}
+		}
+		return -1
 	}
-	s := strings.Trim(string(line), " \t")
-	if s == "" {
-		return "", "", false
+	nextTerminator := func(first, last int) int {
+		for ; first <= last; first++ {
+			if spacetab(b[first]) || b[first] == 0 {
+				return first
+			}
+		}
+		return -1
 	}
-	interp, rest, _ := strings.Cut(s, " ")
-	if i := strings.IndexByte(interp, '\t'); i >= 0 {
-		interp, rest = interp[:i], interp[i+1:]+" "+rest
+	bufEnd := binprmBufSize - 1
+	iEnd := bytes.IndexByte(b, '\n')
+	if iEnd < 0 {
+		iEnd = nextNonSpaceTab(2, bufEnd)
+		if iEnd < 0 {
+			return "", nil, false // the whole buffer is spaces and tabs
+		}
+		if nextTerminator(iEnd, bufEnd) < 0 {
+			return "", nil, false // the interpreter's name may be cut short
+		}
+		iEnd = bufEnd
 	}
-	return interp, strings.Trim(rest, " \t"), true
+	for spacetab(b[iEnd-1]) {
+		iEnd--
+	}
+	iName := nextNonSpaceTab(2, iEnd)
+	if iName < 0 || iName == iEnd {
+		return "", nil, false // no interpreter
+	}
+	iSep := nextTerminator(iName, iEnd)
+	nameEnd := iEnd
+	if iSep >= 0 {
+		nameEnd = iSep
+		if b[iSep] != 0 {
+			if iArg := nextNonSpaceTab(iSep, iEnd); iArg >= 0 {
+				args = []string{cString(b[iArg:iEnd])}
+			}
+		}
+	}
+	return cString(b[iName:nameEnd]), args, true
 }
 
-// readHead returns the first bytes of the file behind an O_PATH fd.
-func readHead(fd int) []byte {
+// cString is b up to its first NUL.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// readHead returns the first BINPRM_BUF_SIZE bytes (or fewer, for a short
+// file) of the file behind an O_PATH fd. A file that cannot be read cannot
+// be told from a script: the caller refuses it.
+func readHead(fd int) ([]byte, error) {
 	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, binprmBufSize)
-	n, _ := f.Read(buf)
-	return buf[:n]
+	n, err := io.ReadFull(f, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	}
+	return buf[:n], err
 }
 
 // kernelFilename is bprm->filename: what a #! interpreter receives as the

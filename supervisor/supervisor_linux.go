@@ -92,6 +92,13 @@ type Options struct {
 	// SearchPath is the command's PATH, where a rule's bare program name
 	// is looked up to recognise links and copies of that program.
 	SearchPath string
+	// NeverRun lists files, or directories whose files, must never run,
+	// whatever the policy says: cordon's own policy files and trust store,
+	// which it binds read-only into the sandbox. A previous run may have
+	// written one (a file the workload created where discovery looks) and
+	// made it executable; read-only now, it would pass
+	// --deny-writable-exec. Paths are the host's (bound at the same place).
+	NeverRun []string
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -141,6 +148,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	}
 	sandbox := newSandboxView(opts.RootPid)
 	fs := newFiles(sandbox, opts.SearchPath)
+	fs.neverRun = neverRun(opts.NeverRun)
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
@@ -173,7 +181,7 @@ func (s *Supervisor) report(d *Decision) {
 // init starts anything.
 func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	s, err := New(-1, pol, Options{OnDecision: opts.OnDecision, Ask: opts.Ask, Logger: opts.Logger,
-		RootPid: rootPid, SearchPath: opts.SearchPath, Verify: VerifyPtrace})
+		RootPid: rootPid, SearchPath: opts.SearchPath, Verify: VerifyPtrace, NeverRun: opts.NeverRun})
 	if err != nil {
 		return nil, err
 	}

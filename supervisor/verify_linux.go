@@ -181,11 +181,11 @@ func (t *tracer) loop() {
 		case <-sigchld:
 			t.drain()
 		case <-tick.C:
-			if len(t.tracees) > 0 {
-				t.drain()
-				if !t.follow {
-					t.expire()
-				}
+			// Drained even with no tracee on record: a stop nobody
+			// collects would hold its process forever.
+			t.drain()
+			if !t.follow {
+				t.expire()
 			}
 		case <-t.stop:
 			for tid := range t.tracees {
@@ -216,7 +216,7 @@ func (t *tracer) seize(r attachReq) error {
 // keeps it to tracees attached by this thread: cordon's other children
 // (bubblewrap) are waited for elsewhere.
 func (t *tracer) drain() {
-	for len(t.tracees) > 0 {
+	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL|unix.WNOTHREAD, nil)
 		if err == unix.EINTR {
@@ -248,9 +248,10 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 			}
 		}
 		if tr == nil {
-			tr = &tracee{tid: pid}
-			t.tracees[pid] = tr
-			t.detach(tr)
+			// Only callers this tracer attached to report exec events,
+			// so this one was attached, and its check cannot be found:
+			// nothing vouches for what it runs. Fail closed.
+			t.unmatched(pid)
 			return
 		}
 		tr.tid = pid
@@ -297,9 +298,31 @@ func (t *tracer) expire() {
 			continue
 		}
 		tr.interrupted = true
-		if err := unix.PtraceInterrupt(tid); err != nil && unix.Kill(tid, 0) == unix.ESRCH {
-			delete(t.tracees, tid) // gone and reaped: nothing left to wait for
-		}
+		// ESRCH here is no reason to forget tid: a thread that is not the
+		// leader takes the leader's pid inside execve (a large address
+		// space can take longer than execEventWait to tear down), and its
+		// exec event then names the old tid in its message. A tracee
+		// leaves the table only at its exit or its exec event.
+		_ = unix.PtraceInterrupt(tid)
+	}
+}
+
+// unmatched kills pid, stopped at an exec event that matches no check on
+// record, and reports it.
+func (t *tracer) unmatched(pid int) {
+	start := time.Now()
+	_, d := t.decideImage(pid, &Decision{})
+	_ = unix.Kill(pid, unix.SIGKILL)
+	t.tracees[pid] = &tracee{tid: pid, killed: true} // its death is consumed by drain
+	t.log.Error("exec event with no check on record: killed", "pid", pid)
+	if d.Exec.Argv == nil {
+		return
+	}
+	d.Time, d.Pid, d.Errno, d.Latency = start, pid, unix.EPERM, time.Since(start)
+	d.Result = policy.Result{Decision: policy.Deny}
+	d.Reason = "built-in: an exec cordon attached to could not be matched to its check"
+	if t.report != nil {
+		t.report(&d)
 	}
 }
 
@@ -646,13 +669,11 @@ func scriptBehind(pid, root int, argv []string) int {
 		if errno != 0 {
 			continue
 		}
-		interp, arg, ok := shebang(readHead(tgt.fd))
+		head, err := readHead(tgt.fd)
 		unix.Close(tgt.fd)
-		want := []string{interp}
-		if arg != "" {
-			want = append(want, arg)
-		}
-		if ok && len(want) == i && equalArgv(want, argv[:i]) {
+		interp, args, ok := shebang(head)
+		want := append([]string{interp}, args...)
+		if err == nil && ok && len(want) == i && equalArgv(want, argv[:i]) {
 			return i
 		}
 	}

@@ -266,3 +266,73 @@ func TestHardDigestAfterSilentWrite(t *testing.T) {
 		require.NoError(t, os.Remove(filepath.Join(dir, "x")))
 	}
 }
+
+// TestHardLateExecEvent makes the exec event of a verified caller arrive
+// late: a thread that is not the leader execs out of a process holding a
+// large address space, whose teardown outlasts the tracer's deadline, while
+// another thread flips argv. Before: the tracer forgot the caller when its
+// tid vanished (the exec had given it the leader's pid), let the
+// unmatched exec event go unverified ("echo push" ran), and with no later
+// exec to drain it, left it stopped for good (cordon hung).
+func TestHardLateExecEvent(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	prog := buildC(t, dir, "bigexec.c", "bigexec")
+	r := runCordon(t, runOpts{dir: dir, timeout: 90 * time.Second}, "--deny", "echo push", "--",
+		prog, "-m", "1024", "-n", "4", "-p", "/bin/echo", "-a", "hello", "-d", "push")
+	require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+	assert.Contains(t, r.stdout, "summary n=4", "every attempt ended: nothing was left stopped")
+	assert.NotContains(t, r.stdout, "push\n", "the denied argv ran unverified")
+}
+
+// TestHardShebangAsTheKernelReadsIt runs #! scripts whose line the kernel
+// reads differently from a naive parser (a NUL ends the argument; without a
+// newline, the 256th byte is not part of the line), in strict mode, where no
+// verification at the exec event catches a disagreement. The scripts lie on
+// read-only mounts (under /var/tmp, in the sandbox's read-only root), which
+// strict mode needs. Before: "push" ran from both.
+func TestHardShebangAsTheKernelReadsIt(t *testing.T) {
+	requireSeccompNotify(t)
+	base := ""
+	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
+		base = "/var/tmp"
+	}
+	ro, err := os.MkdirTemp(base, "cordon-shebang-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(ro) })
+	require.NoError(t, os.Chmod(ro, 0o755))
+	scripts := map[string]string{
+		"nul":        "#!/bin/echo push\x00zz\n",
+		"no-newline": "#!/bin/echo push" + strings.Repeat(" ", 255-16) + "Z",
+	}
+	for name, body := range scripts {
+		require.NoError(t, os.WriteFile(filepath.Join(ro, name), []byte(body), 0o755))
+	}
+	for name := range scripts {
+		t.Run(name, func(t *testing.T) {
+			r := runCordon(t, runOpts{}, "--verify", "strict", "--deny", "echo push", "--",
+				"/usr/bin/env", filepath.Join(ro, name))
+			assert.NotContains(t, r.stdout, "push", "the kernel ran echo push")
+			assert.Equal(t, 126, r.code, "stderr: %s", r.stderr)
+			assert.Contains(t, r.stderr, `(rule: deny "echo push")`)
+		})
+	}
+}
+
+// TestHardPolicyFileNeverRuns plants an executable, modified copy of echo
+// where discovery looks (.cordon.yaml, shadowed by a trusted cordon.yaml):
+// the next run binds it read-only, so --deny-writable-exec no longer sees a
+// file the sandbox wrote. Before: "push" ran from it.
+func TestHardPolicyFileNeverRuns(t *testing.T) {
+	requireSeccompNotify(t)
+	w := newTrustWorld(t)
+	writeFile(t, w.repo, "cordon.yaml", "rules:\n  - deny: echo push\n")
+	r := w.cordon(t, w.repo, "policy", "trust")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.cordon(t, w.repo, "--deny-writable-exec", "--", "sh", "-c", "cp /bin/echo .cordon.yaml && printf X >> .cordon.yaml && chmod +x .cordon.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = w.cordon(t, w.repo, "--deny-writable-exec", "--", "sh", "-c", "./.cordon.yaml push; echo rc=$?")
+	assert.NotContains(t, r.stdout, "push\n", "a file the previous run wrote ran")
+	assert.Contains(t, r.stdout, "rc=126")
+	assert.Contains(t, r.stderr, "cordon's policy files and trust store never run")
+}
