@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/runner"
 	"golang.org/x/sys/unix"
 )
@@ -402,15 +403,17 @@ func (p *Process) finish(ws unix.WaitStatus, at time.Time, lost string) {
 			KillRequested: p.killRequested,
 			Orphans:       orphans,
 		}
-		switch {
-		case lost != "":
-			info.Signal, info.ExitCode, info.Lost, info.Error = int(unix.SIGKILL), 128+int(unix.SIGKILL), true, lost
-		case p.execErr != nil:
+		if lost != "" {
+			// The kernel's status is lost: SIGKILL is what the namespace's
+			// end delivers.
+			ws = unix.WaitStatus(unix.SIGKILL)
+			info.Lost, info.Error = true, lost
+		}
+		if p.execErr != nil && lost == "" {
 			info.ExitCode, info.Error, info.Denied = startFailure(p.execErr, p.dir, p.run)
-		case ws.Signaled():
-			info.Signal, info.ExitCode = int(ws.Signal()), 128+int(ws.Signal())
-		default:
-			info.ExitCode = ws.ExitStatus()
+		} else {
+			code, sig := exitcode.FromWaitStatus(ws)
+			info.ExitCode, info.Signal = code, int(sig)
 		}
 		p.exit = &info
 		p.state = ProcessExited

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/client"
 	"github.com/cordon-sandbox/cordon/daemon"
+	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
@@ -54,7 +55,7 @@ func connectDaemon(ctx context.Context) (*client.Client, error) {
 func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "cordon: interrupted")
-		return &exitError{code: 128 + int(syscall.SIGINT)}
+		return &exitError{code: exitcode.Signal(syscall.SIGINT)}
 	}
 	return failed(err)
 }
