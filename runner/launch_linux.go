@@ -14,6 +14,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/exitcode"
+	"github.com/cordon-sandbox/cordon/internal/pathsearch"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -107,9 +108,12 @@ type launch struct {
 	sb   *Sandbox
 	term *terminal
 
-	mu         sync.Mutex
-	denied     bool   // guarded by mu: the policy refused an exec
-	lastDenial string // guarded by mu: pid and line of the last denial printed
+	// repeats keeps a shell's PATH search from printing one denial line
+	// per PATH entry.
+	repeats pathsearch.Repeats
+
+	mu     sync.Mutex
+	denied bool // guarded by mu: the policy refused an exec
 }
 
 // run starts the sandbox through the one start path (startSandbox), then
@@ -290,17 +294,11 @@ func (res Result) ended(ws unix.WaitStatus) Result {
 
 func (l *launch) onDecision(d *supervisor.Decision) {
 	if d.Denied() {
-		line := d.DenialLine()
-		key := fmt.Sprint(d.Pid, " ", line)
 		l.mu.Lock()
 		l.denied = true
-		// Shells such as dash retry every PATH entry after EPERM; the same
-		// process asking for the same argv again says nothing new.
-		dup := key == l.lastDenial
-		l.lastDenial = key
 		l.mu.Unlock()
-		if !dup {
-			fmt.Fprintln(l.o.Stderr, line)
+		if !l.repeats.Repeated(d.Pid, "deny", d.Exec.Argv) {
+			fmt.Fprintln(l.o.Stderr, d.DenialLine())
 		}
 	}
 	if l.o.Audit != nil {
