@@ -17,6 +17,7 @@ import (
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/supervisor"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -101,11 +102,15 @@ func policyDocument(cfg policy.Config) (string, error) {
 	return string(b), err
 }
 
-// printDecisions prints a line per denied exec, as "cordon run" does.
+// printDecisions prints a line per denied exec, as "cordon run" does
+// (supervisor.DenialLine): the argv is the workload's to choose, so it is
+// shown through supervisor.FormatArgv, quoted where it holds spaces or
+// control characters, and can neither span lines nor reach the terminal as
+// escape sequences.
 func printDecisions(w io.Writer, ds []sandbox.Decision) {
 	for _, d := range ds {
 		if d.Decision == "deny" {
-			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", strings.Join(d.Argv, " "), d.Rule)
+			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", supervisor.FormatArgv(d.Argv), d.Rule)
 		}
 	}
 }
