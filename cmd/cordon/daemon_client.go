@@ -13,7 +13,6 @@ import (
 
 	"github.com/cordon-sandbox/cordon/client"
 	"github.com/cordon-sandbox/cordon/daemon"
-	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
@@ -23,13 +22,6 @@ import (
 
 // The daemon's client commands (session, exec, start, ps, logs, wait, kill,
 // daemon) share these helpers.
-
-// failed prints err the way cordon reports its own failures and exits 125,
-// without the usage hint (these are not usage errors).
-func failed(err error) error {
-	fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-	return &exitError{code: exitSetup}
-}
 
 // commandContext ends on SIGINT or SIGTERM: a request in flight is
 // cancelled, and the daemon ends what it was running for this client
@@ -52,11 +44,11 @@ func connectDaemon(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
-// interrupted maps a cancelled command to 128+SIGINT.
+// interrupted tells a request the user cancelled (errInterrupted) from
+// any other failure.
 func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, "cordon: interrupted")
-		return &exitError{code: exitcode.Signal(syscall.SIGINT)}
+		return errInterrupted
 	}
 	return failed(err)
 }
