@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,6 +20,7 @@ import (
 // ptrace only instead of failing or running unsupervised.
 func TestPtraceOnlyWhenListenerIsTaken(t *testing.T) {
 	requireSeccompNotify(t)
+	testcap.RequirePtrace(t)
 	gcc := requireTool(t, "gcc")
 	dir := t.TempDir()
 	holder := filepath.Join(dir, "holder")
@@ -50,6 +52,7 @@ func TestPtraceOnlyWhenListenerIsTaken(t *testing.T) {
 // trace and the ask's context (a session's pending ask) was never closed.
 func TestPtraceOnlyReportsEveryDecision(t *testing.T) {
 	requireSeccompNotify(t)
+	testcap.RequirePtrace(t)
 	gcc := requireTool(t, "gcc")
 	dir := t.TempDir()
 	holder := filepath.Join(dir, "holder")
