@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,38 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var bwrapProbe struct {
-	once sync.Once
-	path string
-	err  string
-}
-
-// requireBwrap skips unless bwrap is installed and can build a sandbox here
-// (user namespaces may be disabled, or the test may run in a container that
-// forbids them). It returns bwrap's path.
-func requireBwrap(t *testing.T) string {
-	t.Helper()
-	bwrapProbe.once.Do(func() {
-		p, err := Find()
-		if err != nil {
-			bwrapProbe.err = err.Error()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput()
-		if err != nil {
-			bwrapProbe.err = "bwrap cannot create a sandbox here: " + err.Error() + ": " + strings.TrimSpace(string(out))
-			return
-		}
-		bwrapProbe.path = p
-	})
-	if bwrapProbe.err != "" {
-		testcap.SkipOrFail(t, "%s", bwrapProbe.err)
-	}
-	return bwrapProbe.path
-}
 
 // runSandbox runs spec with bwrap and returns the command's stdout; it
 // fails the test if the command fails or takes over 20s.
@@ -61,7 +28,7 @@ func runSandbox(t *testing.T, spec Spec) string {
 
 func trySandbox(t *testing.T, spec Spec) (string, error) {
 	t.Helper()
-	bw := requireBwrap(t)
+	bw := testcap.RequireBwrap(t)
 	args, err := spec.Args()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -218,7 +185,7 @@ func TestSandboxPidNamespace(t *testing.T) {
 // A Unix socket on a read-only mount is still connectable: hiding is what
 // keeps a sandbox away from the cordon daemon's socket and token.
 func TestHiddenSocketIsUnreachable(t *testing.T) {
-	requireBwrap(t)
+	testcap.RequireBwrap(t)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		testcap.SkipOrFail(t, "python3 not installed")

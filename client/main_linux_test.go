@@ -5,15 +5,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cordon-sandbox/cordon/api"
-	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
@@ -29,19 +26,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// requireSandbox skips (fails under CI=true) unless seccomp user
+// notification and bubblewrap work here.
 func requireSandbox(t testing.TB) {
 	t.Helper()
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil || !strings.Contains(string(avail), "user_notif") {
-		testcap.SkipOrFail(t, "seccomp user notification unavailable (%v)", err)
-	}
-	p, err := bwrap.Find()
-	if err != nil {
-		testcap.SkipOrFail(t, "%v", err)
-	}
-	if out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput(); err != nil {
-		testcap.SkipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
-	}
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
 }
 
 func newManager(t testing.TB) *sandbox.Manager {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,30 +39,4 @@ func TestMain(m *testing.M) {
 		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
 	os.Exit(m.Run())
-}
-
-// requireSeccompNotify skips unless the kernel knows SECCOMP_RET_USER_NOTIF
-// and is new enough for CONTINUE (5.5).
-func requireSeccompNotify(t *testing.T) {
-	t.Helper()
-	if err := seccompActionAvail(unix.SECCOMP_RET_USER_NOTIF); err != nil {
-		testcap.SkipOrFail(t, "seccomp user notification unavailable: %v", err)
-	}
-	var uts unix.Utsname
-	if err := unix.Uname(&uts); err != nil {
-		testcap.SkipOrFail(t, "uname: %v", err)
-	}
-	release := unix.ByteSliceToString(uts.Release[:])
-	v, err := parseKernelRelease(release)
-	if err != nil || !v.atLeast(5, 5) {
-		testcap.SkipOrFail(t, "kernel %s predates SECCOMP_USER_NOTIF_FLAG_CONTINUE (5.5)", release)
-	}
-}
-
-// requireBwrap skips unless a bwrap binary is on PATH.
-func requireBwrap(t *testing.T) {
-	t.Helper()
-	if f := probeBwrap(t.Context(), "", DefaultTimeout); f.LookErr != nil {
-		testcap.SkipOrFail(t, "bubblewrap not installed: %v", f.LookErr)
-	}
 }

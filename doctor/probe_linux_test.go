@@ -3,7 +3,6 @@ package doctor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"testing"
@@ -27,7 +26,7 @@ func TestStructLayout(t *testing.T) {
 }
 
 func TestStructSizesMatchKernel(t *testing.T) {
-	requireSeccompNotify(t)
+	testcap.RequireSeccompNotify(t)
 	got, err := seccompNotifSizes()
 	require.NoError(t, err)
 	assert.Equal(t, compiledLayout().Sizes, got, "SECCOMP_GET_NOTIF_SIZES disagrees with the Go mirrors")
@@ -87,7 +86,7 @@ func TestNotifyFilter(t *testing.T) {
 // TestProbeSeccomp runs the real probe through re-executions of this test
 // binary (TestMain plays the child).
 func TestProbeSeccomp(t *testing.T) {
-	requireSeccompNotify(t)
+	testcap.RequireSeccompNotify(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 
@@ -118,7 +117,7 @@ func TestProbeSeccomp(t *testing.T) {
 // the difference: without the flag, the same signal must abort a received
 // notification, and the probe must say so.
 func TestWaitKillableProbeControl(t *testing.T) {
-	requireSeccompNotify(t)
+	testcap.RequireSeccompNotify(t)
 	out, err := runProbe(t.Context(), DefaultTimeout, testKillableControlMode, nil)
 	require.NoError(t, err)
 	var f Feature
@@ -161,21 +160,18 @@ func TestUserNSProbe(t *testing.T) {
 	}
 }
 
+// TestPtraceProbe: where this process may trace a child, the probe must
+// say ptrace works.
 func TestPtraceProbe(t *testing.T) {
-	err := probePtrace(t.Context(), DefaultTimeout)
-	if err != nil {
-		if errors.Is(err, unix.EPERM) {
-			testcap.SkipOrFail(t, "ptrace not permitted here: %v", err)
-		}
-		require.NoError(t, err)
-	}
+	testcap.RequirePtrace(t)
+	require.NoError(t, probePtrace(t.Context(), DefaultTimeout))
 }
 
 // TestRunOnHost runs every check on this host: with bwrap and seccomp
 // notification present, cordon must be reported runnable.
 func TestRunOnHost(t *testing.T) {
-	requireSeccompNotify(t)
-	requireBwrap(t)
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
 
 	start := time.Now()
 	r := Run(t.Context(), Options{})

@@ -45,8 +45,8 @@ func (e *SetupError) Unwrap() []error { return []error{ErrSetup, e.Err} }
 type ExecError struct {
 	Path  string
 	Errno syscall.Errno
-	// Denied is true when the policy refused the exec; the supervisor has
-	// already printed the "cordon: denied:" line.
+	// Denied is true when the policy refused the exec; the launcher
+	// (launch.onDecision) has already printed the "cordon: denied:" line.
 	Denied bool
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/exitcode"
+	"github.com/cordon-sandbox/cordon/internal/pathsearch"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -82,8 +84,9 @@ type Options struct {
 
 // Result is how the command ended.
 type Result struct {
-	// ExitCode follows the shell: the command's own code, or 128+N when it
-	// was killed by signal N.
+	// ExitCode follows the shell (exitcode.FromWaitStatus): the command's
+	// own code, 128+N when it was killed by signal N, 124 when the timeout
+	// fired.
 	ExitCode int
 	// Signal is the signal that killed the command, or 0.
 	Signal   syscall.Signal
@@ -105,9 +108,12 @@ type launch struct {
 	sb   *Sandbox
 	term *terminal
 
-	mu         sync.Mutex
-	denied     bool   // guarded by mu: the policy refused an exec
-	lastDenial string // guarded by mu: pid and line of the last denial printed
+	// repeats keeps a shell's PATH search from printing one denial line
+	// per PATH entry.
+	repeats pathsearch.Repeats
+
+	mu     sync.Mutex
+	denied bool // guarded by mu: the policy refused an exec
 }
 
 // run starts the sandbox through the one start path (startSandbox), then
@@ -237,17 +243,7 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 				l.mu.Unlock()
 				return res, &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno), Denied: denied}
 			case msgExited:
-				ws := unix.WaitStatus(m.Status)
-				if ws.Signaled() {
-					res.Signal = ws.Signal()
-					res.ExitCode = 128 + int(ws.Signal())
-				} else {
-					res.ExitCode = ws.ExitStatus()
-				}
-				if res.TimedOut {
-					res.ExitCode = 124
-				}
-				return res, nil
+				return res.ended(unix.WaitStatus(m.Status)), nil
 			}
 		case sig := <-sigs:
 			s := sig.(syscall.Signal)
@@ -282,34 +278,27 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 // resultFromBwrap derives the result when the init could not report: the
 // sandbox was killed as a whole.
 func (l *launch) resultFromBwrap(res Result) Result {
-	if st, ok := l.sb.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		switch {
-		case st.Signaled():
-			res.Signal = st.Signal()
-			res.ExitCode = 128 + int(st.Signal())
-		default:
-			res.ExitCode = st.ExitStatus()
-		}
-	}
+	st, _ := l.sb.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return res.ended(unix.WaitStatus(st))
+}
+
+// ended completes res with how the command ended: its code and signal
+// (exitcode.FromWaitStatus), or the timeout's code when the timeout fired.
+func (res Result) ended(ws unix.WaitStatus) Result {
+	res.ExitCode, res.Signal = exitcode.FromWaitStatus(ws)
 	if res.TimedOut {
-		res.ExitCode = 124
+		res.ExitCode = exitcode.TimedOut
 	}
 	return res
 }
 
 func (l *launch) onDecision(d *supervisor.Decision) {
 	if d.Denied() {
-		line := d.DenialLine()
-		key := fmt.Sprint(d.Pid, " ", line)
 		l.mu.Lock()
 		l.denied = true
-		// Shells such as dash retry every PATH entry after EPERM; the same
-		// process asking for the same argv again says nothing new.
-		dup := key == l.lastDenial
-		l.lastDenial = key
 		l.mu.Unlock()
-		if !dup {
-			fmt.Fprintln(l.o.Stderr, line)
+		if !l.repeats.Repeated(d.Pid, "deny", d.Exec.Argv) {
+			fmt.Fprintln(l.o.Stderr, d.DenialLine())
 		}
 	}
 	if l.o.Audit != nil {

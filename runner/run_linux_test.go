@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/policy"
@@ -24,28 +22,6 @@ import (
 // These tests drive Run end to end: the test binary plays the sandbox's
 // init (TestMain dispatches InitArg), so the filter, the control protocol,
 // the supervisor and the launcher all run for real.
-
-// requireSeccompNotify skips unless the kernel lists user_notif; the
-// filter's flags need Linux 5.7, which the run itself reports if missing.
-func requireSeccompNotify(t *testing.T) {
-	t.Helper()
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil || !strings.Contains(string(avail), "user_notif") {
-		testcap.SkipOrFail(t, "seccomp user notification unavailable (%v)", err)
-	}
-}
-
-func requireBwrap(t *testing.T) {
-	t.Helper()
-	p, err := bwrap.Find()
-	if err != nil {
-		testcap.SkipOrFail(t, "%v", err)
-	}
-	out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput()
-	if err != nil {
-		testcap.SkipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
-	}
-}
 
 type runOutcome struct {
 	res            Result
@@ -102,11 +78,11 @@ func runCordon(t *testing.T, iso Isolation, tweak func(*Options), argv ...string
 }
 
 func TestRun(t *testing.T) {
-	requireSeccompNotify(t)
+	testcap.RequireSeccompNotify(t)
 	for _, iso := range []Isolation{IsolationNone, IsolationBwrap} {
 		t.Run(string(iso), func(t *testing.T) {
 			if iso == IsolationBwrap {
-				requireBwrap(t)
+				testcap.RequireBwrap(t)
 			}
 			tests := []struct {
 				name  string

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,8 +21,8 @@ import (
 // "false"; Cleanup closes it.
 func startTestSandbox(t *testing.T) *Sandbox {
 	t.Helper()
-	requireSeccompNotify(t)
-	requireBwrap(t)
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
 	pol, err := policy.Compile(policy.Config{
 		Default: policy.Allow,
 		Rules:   []policy.Rule{{Decision: policy.Deny, Pattern: "false", Source: "test"}},
@@ -169,8 +170,8 @@ func sigIgnOf(t *testing.T, path string) uint64 {
 // fails at once with what it said: the host keeps no copy of the init's end
 // of the control socket, so its EOF arrives.
 func TestStartSandboxEnds(t *testing.T) {
-	requireSeccompNotify(t)
-	requireBwrap(t)
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
 	pol, err := policy.Compile(policy.Config{Default: policy.Allow})
 	require.NoError(t, err)
 	tests := []struct {

@@ -561,6 +561,7 @@ func (so *setupOutput) captured(d time.Duration) string {
 	return so.buf.String()
 }
 
+// wait returns once the writers have closed, or after d.
 func (so *setupOutput) wait(d time.Duration) {
 	select {
 	case <-so.done:

@@ -2,18 +2,16 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"iter"
-	"sync"
+
+	"github.com/cordon-sandbox/cordon/internal/pathsearch"
 )
 
 // decisionLog is a session's exec decisions, every process's and every
 // Exec's, as events with cursors (the daemon streams them).
 type decisionLog struct {
-	log *eventLog
-
-	mu   sync.Mutex
-	last map[int]string // guarded by mu: each caller's last decision (kind and argv)
+	log     *eventLog
+	repeats pathsearch.Repeats
 }
 
 func newDecisionLog(limit int) *decisionLog {
@@ -23,15 +21,7 @@ func newDecisionLog(limit int) *decisionLog {
 // add appends d, skipping the repeats a shell's PATH search makes after
 // EPERM (the same caller, decision and argv again).
 func (l *decisionLog) add(d Decision) {
-	key := fmt.Sprintf("%s\x00%q", d.Decision, d.Argv)
-	l.mu.Lock()
-	dup := key == l.last[d.Pid]
-	if l.last == nil || len(l.last) > 1024 {
-		l.last = make(map[int]string)
-	}
-	l.last[d.Pid] = key
-	l.mu.Unlock()
-	if dup {
+	if l.repeats.Repeated(d.Pid, d.Decision, d.Argv) {
 		return
 	}
 	l.log.append(Event{Kind: EventDecision, Decision: &d, Time: d.Time})

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/stretchr/testify/require"
@@ -40,18 +37,8 @@ func TestMain(m *testing.M) {
 // notification and bubblewrap work here.
 func requireSandbox(t testing.TB) {
 	t.Helper()
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil || !strings.Contains(string(avail), "user_notif") {
-		testcap.SkipOrFail(t, "seccomp user notification unavailable (%v)", err)
-	}
-	p, err := bwrap.Find()
-	if err != nil {
-		testcap.SkipOrFail(t, "%v", err)
-	}
-	out, err := exec.Command(p, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true").CombinedOutput()
-	if err != nil {
-		testcap.SkipOrFail(t, "bwrap cannot create a sandbox here: %v: %s", err, out)
-	}
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
 }
 
 var testEnv = []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "HOME=/tmp"}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/exitcode"
+	"github.com/cordon-sandbox/cordon/internal/pathsearch"
 	"github.com/cordon-sandbox/cordon/runner"
 	"golang.org/x/sys/unix"
 )
@@ -51,23 +53,24 @@ type Process struct {
 	goneCh    chan struct{} // closed when the tree is empty
 
 	startOnce, finishOnce, goneOnce, pipesOnce sync.Once
+	// repeats keeps a shell's PATH search to one decision per run.
+	repeats pathsearch.Repeats
 
 	mu            sync.Mutex
-	state         ProcessState   // guarded by mu
-	leader, shim  *pidFD         // guarded by mu: set when the leader exists
-	shimHost      int            // guarded by mu: the shim's pid on the host
-	leaderHost    int            // guarded by mu
-	leaderDone    bool           // guarded by mu: the leader's exit was reported
-	execErr       *execFailure   // guarded by mu
-	exit          *ExitInfo      // guarded by mu
-	timedOut      bool           // guarded by mu
-	killRequested bool           // guarded by mu
-	kill          *killOp        // guarded by mu: the one escalation, shared by every caller
-	stdin         *os.File       // guarded by mu: the write end of a stdin pipe
-	decisions     []Decision     // guarded by mu: Exec's
-	lastDecision  map[int]string // guarded by mu: each caller's last decision (kind and argv)
-	untracked     bool           // guarded by mu: the shim was killed before the leader exited
-	timer         *time.Timer    // guarded by mu
+	state         ProcessState // guarded by mu
+	leader, shim  *pidFD       // guarded by mu: set when the leader exists
+	shimHost      int          // guarded by mu: the shim's pid on the host
+	leaderHost    int          // guarded by mu
+	leaderDone    bool         // guarded by mu: the leader's exit was reported
+	execErr       *execFailure // guarded by mu
+	exit          *ExitInfo    // guarded by mu
+	timedOut      bool         // guarded by mu
+	killRequested bool         // guarded by mu
+	kill          *killOp      // guarded by mu: the one escalation, shared by every caller
+	stdin         *os.File     // guarded by mu: the write end of a stdin pipe
+	decisions     []Decision   // guarded by mu: Exec's
+	untracked     bool         // guarded by mu: the shim was killed before the leader exited
+	timer         *time.Timer  // guarded by mu
 }
 
 type execFailure struct {
@@ -402,15 +405,17 @@ func (p *Process) finish(ws unix.WaitStatus, at time.Time, lost string) {
 			KillRequested: p.killRequested,
 			Orphans:       orphans,
 		}
-		switch {
-		case lost != "":
-			info.Signal, info.ExitCode, info.Lost, info.Error = int(unix.SIGKILL), 128+int(unix.SIGKILL), true, lost
-		case p.execErr != nil:
+		if lost != "" {
+			// The kernel's status is lost: SIGKILL is what the namespace's
+			// end delivers.
+			ws = unix.WaitStatus(unix.SIGKILL)
+			info.Lost, info.Error = true, lost
+		}
+		if p.execErr != nil && lost == "" {
 			info.ExitCode, info.Error, info.Denied = startFailure(p.execErr, p.dir, p.run)
-		case ws.Signaled():
-			info.Signal, info.ExitCode = int(ws.Signal()), 128+int(ws.Signal())
-		default:
-			info.ExitCode = ws.ExitStatus()
+		} else {
+			code, sig := exitcode.FromWaitStatus(ws)
+			info.ExitCode, info.Signal = code, int(sig)
 		}
 		p.exit = &info
 		p.state = ProcessExited
@@ -491,20 +496,10 @@ func (p *Process) release() {
 	p.closePipes()
 }
 
+// addDecision records d as the process's, once per run of a shell's PATH
+// search.
 func (p *Process) addDecision(d Decision) {
-	// Shells such as dash retry every PATH entry after EPERM: the same
-	// caller asking for the same argv again says nothing new.
-	// Keyed by caller: another process's decision in between (a PATH
-	// retry interleaved with a sibling's exec) must not hide a repeat.
-	key := fmt.Sprintf("%s\x00%q", d.Decision, d.Argv)
-	p.mu.Lock()
-	dup := key == p.lastDecision[d.Pid]
-	if p.lastDecision == nil || len(p.lastDecision) > 1024 {
-		p.lastDecision = make(map[int]string)
-	}
-	p.lastDecision[d.Pid] = key
-	p.mu.Unlock()
-	if dup {
+	if p.repeats.Repeated(d.Pid, d.Decision, d.Argv) {
 		return
 	}
 	if p.log != nil {

@@ -267,7 +267,9 @@ type ExitInfo struct {
 }
 
 // ShellCode is the exit code a command line reports for e: 124 when the
-// timeout fired (as cordon run --timeout does), else ExitCode.
+// timeout fired (as cordon run --timeout does), else ExitCode. The rule is
+// internal/exitcode's (exitcode.TimedOut), stated here because service
+// imports nothing of cordon.
 func (e ExitInfo) ShellCode() int {
 	if e.TimedOut {
 		return 124

@@ -48,16 +48,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func requireBwrap(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		testcap.SkipOrFail(t, "bubblewrap not installed (make deps)")
-	}
-}
-
+// requireSeccompNotify skips unless the host has both capabilities cordon
+// needs (testcap's gates) and the binary under test runs a command.
 func requireSeccompNotify(t *testing.T) {
 	t.Helper()
-	requireBwrap(t)
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
 	probe := exec.Command(cordonBin, "--", "/bin/true")
 	probe.Env = append(os.Environ(), raceEnv)
 	out, err := probe.CombinedOutput()

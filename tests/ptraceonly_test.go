@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,12 +19,8 @@ import (
 // init's NEW_LISTENER fails with EBUSY, and cordon must supervise with
 // ptrace only instead of failing or running unsupervised.
 func TestPtraceOnlyWhenListenerIsTaken(t *testing.T) {
-	requireSeccompNotify(t)
-	gcc := requireTool(t, "gcc")
 	dir := t.TempDir()
-	holder := filepath.Join(dir, "holder")
-	out, err := exec.Command(gcc, "-o", holder, "testdata/holder.c").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	holder := buildHolder(t, dir)
 	fake := fakeProgram(t, "git")
 
 	cmd := exec.Command(holder, cordonBin, "--debug", "--deny", "git push", "--", "sh", "-c",
@@ -49,12 +46,8 @@ func TestPtraceOnlyWhenListenerIsTaken(t *testing.T) {
 // with a notify listener: before, only kills were, so an asked exec left no
 // trace and the ask's context (a session's pending ask) was never closed.
 func TestPtraceOnlyReportsEveryDecision(t *testing.T) {
-	requireSeccompNotify(t)
-	gcc := requireTool(t, "gcc")
 	dir := t.TempDir()
-	holder := filepath.Join(dir, "holder")
-	out, err := exec.Command(gcc, "-o", holder, "testdata/holder.c").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	holder := buildHolder(t, dir)
 	fake := fakeProgram(t, "git")
 	audit := filepath.Join(dir, "audit.jsonl")
 	pol := filepath.Join(dir, "p.yaml")
@@ -92,4 +85,18 @@ func TestPtraceOnlyReportsEveryDecision(t *testing.T) {
 	assert.True(t, asked, "the asked exec is in the audit log:\n%s", b)
 	assert.True(t, allowed, "an allowed exec is in the audit log:\n%s", b)
 	requireNoLeftovers(t)
+}
+
+// buildHolder skips unless cordon and ptrace work here, then builds
+// testdata/holder.c (a program that holds a notify listener, then runs its
+// arguments) into dir.
+func buildHolder(t *testing.T, dir string) string {
+	t.Helper()
+	requireSeccompNotify(t)
+	testcap.RequirePtrace(t)
+	gcc := requireTool(t, "gcc")
+	holder := filepath.Join(dir, "holder")
+	out, err := exec.Command(gcc, "-o", holder, "testdata/holder.c").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return holder
 }

@@ -16,18 +16,12 @@ import (
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
+	"github.com/cordon-sandbox/cordon/supervisor"
 	"go.yaml.in/yaml/v3"
 )
 
 // The daemon's client commands (session, exec, start, ps, logs, wait, kill,
 // daemon) share these helpers.
-
-// failed prints err the way cordon reports its own failures and exits 125,
-// without the usage hint (these are not usage errors).
-func failed(err error) error {
-	fmt.Fprintf(os.Stderr, "cordon: %v\n", err)
-	return &exitError{code: exitSetup}
-}
 
 // commandContext ends on SIGINT or SIGTERM: a request in flight is
 // cancelled, and the daemon ends what it was running for this client
@@ -50,11 +44,11 @@ func connectDaemon(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
-// interrupted maps a cancelled command to 128+SIGINT.
+// interrupted tells a request the user cancelled (errInterrupted) from
+// any other failure.
 func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, "cordon: interrupted")
-		return &exitError{code: 128 + int(syscall.SIGINT)}
+		return errInterrupted
 	}
 	return failed(err)
 }
@@ -100,11 +94,15 @@ func policyDocument(cfg policy.Config) (string, error) {
 	return string(b), err
 }
 
-// printDecisions prints a line per denied exec, as "cordon run" does.
+// printDecisions prints a line per denied exec, as "cordon run" does
+// (supervisor.DenialLine): the argv is the workload's to choose, so it is
+// shown through supervisor.FormatArgv, quoted where it holds spaces or
+// control characters, and can neither span lines nor reach the terminal as
+// escape sequences.
 func printDecisions(w io.Writer, ds []sandbox.Decision) {
 	for _, d := range ds {
 		if d.Decision == "deny" {
-			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", strings.Join(d.Argv, " "), d.Rule)
+			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", supervisor.FormatArgv(d.Argv), d.Rule)
 		}
 	}
 }

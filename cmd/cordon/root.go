@@ -4,22 +4,41 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/cordon-sandbox/cordon/config"
+	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/spf13/cobra"
 )
 
-// Exit codes of cordon itself; the command's own code passes through.
-const (
-	exitSetup       = 125
-	exitNotRunnable = 126
-)
+// exitSetup is the exit code of cordon's own failures; the command's own
+// code passes through.
+const exitSetup = 125
 
 // exitError carries the command's exit code out of RunE without a message.
 type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// commandError is a command that failed for a reason other than how it was
+// called (the daemon's client commands): exitCode prints it without the
+// usage hint.
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+func (e *commandError) Unwrap() error { return e.err }
+
+// failed marks err as a failure of the command, not of how it was called.
+func failed(err error) error { return &commandError{err: err} }
+
+// errReported is a failure the command has already described on stderr
+// (cordon session rm, one line per session it could not close).
+var errReported = errors.New("failure already reported")
+
+// errInterrupted is a client command the user interrupted (SIGINT, SIGTERM)
+// while its request was in flight.
+var errInterrupted = errors.New("interrupted")
 
 // run executes the CLI and maps the outcome to an exit code. It is the one
 // place that turns errors into exit codes.
@@ -37,6 +56,17 @@ func exitCode(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
+	}
+	var ce *commandError
+	switch {
+	case errors.Is(err, errReported):
+		return exitSetup
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(os.Stderr, "cordon: interrupted")
+		return exitcode.Signal(syscall.SIGINT)
+	case errors.As(err, &ce):
+		fmt.Fprintf(os.Stderr, "cordon: %v\n", ce.err)
+		return exitSetup
 	}
 	var xe *runner.ExecError
 	if errors.As(err, &xe) {

@@ -36,7 +36,7 @@ func newSessionRmCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), id)
 			}
 			if firstErr != nil {
-				return &exitError{code: exitSetup}
+				return errReported
 			}
 			return nil
 		},

@@ -2,12 +2,10 @@ package proc
 
 import (
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -67,17 +65,4 @@ func FuzzParseStatus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = ParseStatus(b) // never panics
 	})
-}
-
-func TestPidfdAlive(t *testing.T) {
-	cmd := exec.Command("sleep", "10")
-	require.NoError(t, cmd.Start())
-	fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	assert.True(t, PidfdAlive(fd))
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
-	assert.False(t, PidfdAlive(fd), "exited")
-	assert.False(t, PidfdAlive(-1), "not a descriptor")
 }

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// ConnContext records the peer's credentials (SO_PEERCRED) of a Unix
+// socket connection for the access rules; set it as http.Server's
+// ConnContext. The kernel fills them in at connect time, so the client
+// cannot choose them.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	p := peer{uid: -1}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		p.err = err
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	cerr := raw.Control(func(fd uintptr) {
+		cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err != nil {
+			p.err = fmt.Errorf("getsockopt(SO_PEERCRED): %w", err)
+			return
+		}
+		p.uid, p.pid = int(cred.Uid), int(cred.Pid)
+	})
+	if cerr != nil {
+		p.err = cerr
+	}
+	return context.WithValue(ctx, peerKey{}, p)
+}
