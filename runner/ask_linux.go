@@ -28,9 +28,9 @@ import (
 // canonical mode with echo, reads one line, then restores the modes and
 // gives the foreground back to the group that had it, which may be a job
 // of a shell inside the sandbox rather than the command itself.
-func AskTerminal(timeout time.Duration, warn io.Writer) func(*supervisor.Decision) bool {
+func AskTerminal(timeout time.Duration, warn io.Writer) func(*supervisor.Verdict) bool {
 	var mu sync.Mutex // one question on the terminal at a time
-	return func(d *supervisor.Decision) bool {
+	return func(d *supervisor.Verdict) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		question := supervisor.FormatArgv(d.Exec.Argv) + " (rule: " + d.Result.RuleText() + ")"

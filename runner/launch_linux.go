@@ -57,7 +57,7 @@ type Options struct {
 	// called from the supervisor's goroutine while the exec waits; the
 	// terminal, when cordon has one, is cordon's own to prompt on (see
 	// AskTerminal).
-	Ask       func(*supervisor.Decision) bool
+	Ask       func(*supervisor.Verdict) bool
 	Isolation Isolation
 	// Verify selects race-free verification (supervisor.VerifyAuto when
 	// empty).
@@ -292,8 +292,8 @@ func (res Result) ended(ws unix.WaitStatus) Result {
 	return res
 }
 
-func (l *launch) onDecision(d *supervisor.Decision) {
-	if d.Denied() {
+func (l *launch) onDecision(d *supervisor.Verdict) {
+	if d.Refused() {
 		l.mu.Lock()
 		l.denied = true
 		l.mu.Unlock()

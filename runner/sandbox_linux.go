@@ -40,8 +40,8 @@ type SandboxOptions struct {
 	Policy *policy.Policy
 	// Ask and OnDecision are passed to the supervisor (see
 	// supervisor.Options); both run on the supervisor's goroutine.
-	Ask        func(*supervisor.Decision) bool
-	OnDecision func(*supervisor.Decision)
+	Ask        func(*supervisor.Verdict) bool
+	OnDecision func(*supervisor.Verdict)
 	// SearchPath is the processes' PATH (supervisor.Options.SearchPath).
 	SearchPath string
 	// Verify selects race-free verification (supervisor.Options.Verify).

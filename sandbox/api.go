@@ -30,7 +30,7 @@ type (
 	ExitInfo     = service.ExitInfo
 	EventKind    = service.EventKind
 	Event        = service.Event
-	Decision     = service.Decision
+	ExecDecision = service.ExecDecision
 	Scope        = service.Scope
 	Duration     = service.Duration
 )

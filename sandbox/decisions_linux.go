@@ -20,7 +20,7 @@ func newDecisionLog(limit int) *decisionLog {
 
 // add appends d, skipping the repeats a shell's PATH search makes after
 // EPERM (the same caller, decision and argv again).
-func (l *decisionLog) add(d Decision) {
+func (l *decisionLog) add(d ExecDecision) {
 	if l.repeats.Repeated(d.Pid, d.Decision, d.Argv) {
 		return
 	}
@@ -29,7 +29,7 @@ func (l *decisionLog) add(d Decision) {
 
 // Decisions yields the session's exec decisions with a cursor greater than
 // after, waiting for new ones, and ends once the session has ended (after
-// the last decision) or with ctx's error. Decision.Process names the started
+// the last decision) or with ctx's error. ExecDecision.Process names the started
 // process that made the exec, when it is known; decisions of Exec calls
 // carry no process.
 func (s *Session) Decisions(ctx context.Context, after uint64) iter.Seq2[Event, error] {

@@ -57,20 +57,20 @@ type Process struct {
 	repeats pathsearch.Repeats
 
 	mu            sync.Mutex
-	state         ProcessState // guarded by mu
-	leader, shim  *pidFD       // guarded by mu: set when the leader exists
-	shimHost      int          // guarded by mu: the shim's pid on the host
-	leaderHost    int          // guarded by mu
-	leaderDone    bool         // guarded by mu: the leader's exit was reported
-	execErr       *execFailure // guarded by mu
-	exit          *ExitInfo    // guarded by mu
-	timedOut      bool         // guarded by mu
-	killRequested bool         // guarded by mu
-	kill          *killOp      // guarded by mu: the one escalation, shared by every caller
-	stdin         *os.File     // guarded by mu: the write end of a stdin pipe
-	decisions     []Decision   // guarded by mu: Exec's
-	untracked     bool         // guarded by mu: the shim was killed before the leader exited
-	timer         *time.Timer  // guarded by mu
+	state         ProcessState   // guarded by mu
+	leader, shim  *pidFD         // guarded by mu: set when the leader exists
+	shimHost      int            // guarded by mu: the shim's pid on the host
+	leaderHost    int            // guarded by mu
+	leaderDone    bool           // guarded by mu: the leader's exit was reported
+	execErr       *execFailure   // guarded by mu
+	exit          *ExitInfo      // guarded by mu
+	timedOut      bool           // guarded by mu
+	killRequested bool           // guarded by mu
+	kill          *killOp        // guarded by mu: the one escalation, shared by every caller
+	stdin         *os.File       // guarded by mu: the write end of a stdin pipe
+	decisions     []ExecDecision // guarded by mu: Exec's
+	untracked     bool           // guarded by mu: the shim was killed before the leader exited
+	timer         *time.Timer    // guarded by mu
 }
 
 type execFailure struct {
@@ -498,7 +498,7 @@ func (p *Process) release() {
 
 // addDecision records d as the process's, once per run of a shell's PATH
 // search.
-func (p *Process) addDecision(d Decision) {
+func (p *Process) addDecision(d ExecDecision) {
 	if p.repeats.Repeated(d.Pid, d.Decision, d.Argv) {
 		return
 	}

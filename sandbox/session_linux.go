@@ -55,7 +55,7 @@ type Session struct {
 	pending []pendingDecision   // guarded by mu
 	// askChains keeps the ancestry read when an exec was asked about, for
 	// its final decision; guarded by mu.
-	askChains map[*supervisor.Decision][]int
+	askChains map[*supervisor.Verdict][]int
 	carry     carryState // guarded by mu
 
 	decisions *decisionLog // every exec decision of the session (Decisions)
@@ -63,7 +63,7 @@ type Session struct {
 
 type pendingDecision struct {
 	chain []int
-	d     Decision
+	d     ExecDecision
 	at    time.Time
 }
 
@@ -99,7 +99,7 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		state:     SessionRunning,
 		procs:     make(map[string]*Process),
 		byShim:    make(map[int]*Process),
-		askChains: make(map[*supervisor.Decision][]int),
+		askChains: make(map[*supervisor.Verdict][]int),
 		carry:     carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
 		decisions: newDecisionLog(m.opts.EventBuffer),
 	}
@@ -690,7 +690,7 @@ func (s *Session) forget(p *Process) {
 // registerShim makes p the owner of decisions made under its shim, and
 // hands it those that arrived before its start was reported.
 func (s *Session) registerShim(p *Process, shimPid int) {
-	var mine []Decision
+	var mine []ExecDecision
 	s.mu.Lock()
 	s.byShim[shimPid] = p
 	keep := s.pending[:0]
@@ -740,15 +740,15 @@ func (s *Session) ownerLocked(chain []int) *Process {
 // sandbox's pids (NSpid), leads to the shim of exactly one process. It runs
 // on the supervisor's goroutine while the exec waits, so the caller is
 // alive and its ancestry is intact.
-func (s *Session) onDecision(d *supervisor.Decision) {
+func (s *Session) onDecision(d *supervisor.Verdict) {
 	s.mu.Lock()
 	chain, asked := s.askChains[d]
 	delete(s.askChains, d)
 	s.mu.Unlock()
-	if d.Errno != 0 && !d.Denied() {
+	if d.Errno != 0 && !d.Refused() {
 		return // refused before the policy was asked (ENOENT on a PATH search...)
 	}
-	if !d.Denied() && !asked && !s.spec.ReportAllowed {
+	if !d.Refused() && !asked && !s.spec.ReportAllowed {
 		return
 	}
 	if !asked {
@@ -759,9 +759,9 @@ func (s *Session) onDecision(d *supervisor.Decision) {
 
 // deliver gives a decision to its process, or keeps it until that
 // process's start is reported.
-func (s *Session) deliver(chain []int, dec Decision) *Process {
+func (s *Session) deliver(chain []int, dec ExecDecision) *Process {
 	now := time.Now()
-	var expired []Decision
+	var expired []ExecDecision
 	s.mu.Lock()
 	p := s.ownerLocked(chain)
 	if p == nil && len(chain) > 0 {
@@ -801,8 +801,8 @@ func (s *Session) deliver(chain []int, dec Decision) *Process {
 	return p
 }
 
-func toDecision(d *supervisor.Decision, chain []int) Decision {
-	dec := Decision{
+func toDecision(d *supervisor.Verdict, chain []int) ExecDecision {
+	dec := ExecDecision{
 		Time:     d.Time,
 		Decision: "allow",
 		Asked:    d.Result.Decision == policy.Ask,
@@ -810,7 +810,7 @@ func toDecision(d *supervisor.Decision, chain []int) Decision {
 		Argv:     d.Exec.Argv,
 		Program:  d.Exec.Program(),
 	}
-	if d.Denied() {
+	if d.Refused() {
 		dec.Decision = "deny"
 	}
 	if len(chain) > 0 {
@@ -822,7 +822,7 @@ func toDecision(d *supervisor.Decision, chain []int) Decision {
 // ask runs SessionSpec.Ask with a context that ends when the asking
 // process dies (a kill or timeout while the exec waits) or the session
 // ends.
-func (s *Session) ask(d *supervisor.Decision) bool {
+func (s *Session) ask(d *supervisor.Verdict) bool {
 	if s.spec.Ask == nil {
 		return false
 	}
@@ -836,7 +836,7 @@ func (s *Session) ask(d *supervisor.Decision) bool {
 		}()
 	}
 	// Attribute now, while the caller is alive and its ancestry intact;
-	// the final decision (onDecision, same *Decision) reuses this chain even
+	// the final decision (onDecision, same *ExecDecision) reuses this chain even
 	// if the caller has died meanwhile.
 	chain := nsChain(d.Pid, int(s.initPid.Load()))
 	q := toDecision(d, chain)

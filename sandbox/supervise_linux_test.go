@@ -59,11 +59,11 @@ func TestKilledWhileExecWaitsForDecision(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			asking := make(chan Decision, 1)
+			asking := make(chan ExecDecision, 1)
 			answered := make(chan error, 1)
 			s := newTestSession(t, m, SessionSpec{
 				Policy: "rules:\n  - ask: touch\n",
-				Ask: func(ctx context.Context, process string, d Decision) bool {
+				Ask: func(ctx context.Context, process string, d ExecDecision) bool {
 					asking <- d
 					if tc.honoursCtx {
 						<-ctx.Done()
@@ -79,7 +79,7 @@ func TestKilledWhileExecWaitsForDecision(t *testing.T) {
 			// if it ran.
 			marker := filepath.Join(m.opts.Dir, "marker-"+newID(""))
 			p := start(t, s, StartRequest{Argv: []string{"touch", marker}})
-			var d Decision
+			var d ExecDecision
 			select {
 			case d = <-asking:
 			case <-time.After(5 * time.Second):
@@ -199,7 +199,7 @@ func hostDiesChild() int {
 		var err error
 		s, err = m.NewSession(context.Background(), SessionSpec{
 			Policy: "rules:\n  - ask: touch\n",
-			Ask: func(ctx context.Context, _ string, d Decision) bool {
+			Ask: func(ctx context.Context, _ string, d ExecDecision) bool {
 				asked <- d.Pid
 				<-ctx.Done()
 				return true

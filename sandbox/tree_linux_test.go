@@ -538,7 +538,7 @@ func TestTimeout(t *testing.T) {
 		asked := make(chan error, 1)
 		s := newTestSession(t, m, SessionSpec{
 			Policy: "rules:\n  - ask: touch\n",
-			Ask: func(ctx context.Context, _ string, _ Decision) bool {
+			Ask: func(ctx context.Context, _ string, _ ExecDecision) bool {
 				<-ctx.Done()
 				asked <- ctx.Err()
 				return true

@@ -103,8 +103,8 @@ func (x ids) processInfo(p service.ProcessInfo) service.ProcessInfo {
 	return p
 }
 
-func (x ids) decisions(libSession string, ds []service.Decision) []service.Decision {
-	out := make([]service.Decision, len(ds))
+func (x ids) decisions(libSession string, ds []service.ExecDecision) []service.ExecDecision {
+	out := make([]service.ExecDecision, len(ds))
 	for i, d := range ds {
 		d.Process = x.process(libSession, d.Process)
 		out[i] = d

@@ -72,7 +72,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return s.o.Service.Events(ctx, sess, proc, after)
 	}, func(ev service.Event) api.Event {
 		if ev.Decision != nil {
-			d := s.ids.decisions(sess, []service.Decision{*ev.Decision})[0]
+			d := s.ids.decisions(sess, []service.ExecDecision{*ev.Decision})[0]
 			ev.Decision = &d
 		}
 		return apiconv.APIEvent(ev)
@@ -110,7 +110,7 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 		return ds.Decisions(ctx, sess, after)
 	}, func(ev service.Event) api.Event {
 		if ev.Decision != nil {
-			d := s.ids.decisions(sess, []service.Decision{*ev.Decision})[0]
+			d := s.ids.decisions(sess, []service.ExecDecision{*ev.Decision})[0]
 			ev.Decision = &d
 		}
 		return apiconv.APIEvent(ev)

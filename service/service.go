@@ -107,7 +107,7 @@ type SessionSpec struct {
 	// it); ctx is cancelled when the asking process dies or the session
 	// closes. process is the id of the process that asked, or "" while it
 	// is not known yet.
-	Ask func(ctx context.Context, process string, d Decision) bool `json:"-"`
+	Ask func(ctx context.Context, process string, d ExecDecision) bool `json:"-"`
 }
 
 // SessionState is where a session is in its life.
@@ -175,7 +175,7 @@ type ExecResult struct {
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
 	// Decisions lists the command's denied and asked execs (and allowed
 	// ones with SessionSpec.ReportAllowed).
-	Decisions []Decision `json:"decisions,omitempty"`
+	Decisions []ExecDecision `json:"decisions,omitempty"`
 	// Cwd is the session's carried working directory after the command
 	// (carry mode).
 	Cwd string `json:"cwd,omitempty"`
@@ -295,17 +295,17 @@ const (
 // Event is one thing that happened to a process. Seq is its cursor:
 // strictly increasing, never reused.
 type Event struct {
-	Seq      uint64    `json:"seq"`
-	Time     time.Time `json:"time"`
-	Kind     EventKind `json:"kind"`
-	Data     []byte    `json:"data,omitempty"`
-	Decision *Decision `json:"decision,omitempty"`
-	Exit     *ExitInfo `json:"exit,omitempty"`
-	Dropped  uint64    `json:"dropped,omitempty"`
+	Seq      uint64        `json:"seq"`
+	Time     time.Time     `json:"time"`
+	Kind     EventKind     `json:"kind"`
+	Data     []byte        `json:"data,omitempty"`
+	Decision *ExecDecision `json:"decision,omitempty"`
+	Exit     *ExitInfo     `json:"exit,omitempty"`
+	Dropped  uint64        `json:"dropped,omitempty"`
 }
 
-// Decision is one exec decided by the session's policy.
-type Decision struct {
+// ExecDecision is one exec decided by the session's policy.
+type ExecDecision struct {
 	Time time.Time `json:"time"`
 	// Decision is "allow" or "deny"; "ask" while the exec waits for
 	// SessionSpec.Ask (the final decision follows as its own event).

@@ -234,7 +234,7 @@ func BenchmarkVerifyImage(b *testing.B) {
 	pid := sleeper(b)
 	pol, fs := benchPolicy(b)
 	t := &tracer{judge: judge{pol: pol, files: fs}}
-	checked := &Decision{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
+	checked := &Verdict{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if ok, _ := t.decideImage(pid, checked); !ok {
@@ -253,7 +253,7 @@ func BenchmarkTracerAttach(b *testing.B) {
 	pol, fs := benchPolicy(b)
 	t := newTracer(judge{pol: pol, files: fs}, slog.New(slog.DiscardHandler), nil)
 	defer t.close()
-	d := &Decision{Arch: "x86_64"}
+	d := &Verdict{Arch: "x86_64"}
 	if err := t.attach(pid, d); err != nil {
 		b.Skipf("ptrace not available: %v", err)
 	}

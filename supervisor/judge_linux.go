@@ -37,7 +37,7 @@ func newJudge(pol *policy.Policy, fs *files) judge {
 // interpreter line + the script + its arguments, following nested
 // interpreters as the kernel does. The strictest decision wins, so a script
 // cannot be used to start a denied interpreter.
-func (j judge) decide(pid, root int, tgt *target, filename string, d *Decision) syscall.Errno {
+func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) syscall.Errno {
 	if j.files.neverRun[[2]uint64{tgt.id.Dev, tgt.id.Ino}] {
 		d.Result = policy.Result{Decision: policy.Deny}
 		d.Reason = reasonNeverRun

@@ -308,7 +308,7 @@ func readMaps(path string, sv *sandboxView) ([]mapping, error) {
 // argRanges returns the byte ranges an exec's arguments occupy in the
 // caller's memory: the path and each argv string with its NUL, and the
 // argv pointer array with its NULL.
-func argRanges(d *Decision, ptrs []uint64, ptrSize int) []span {
+func argRanges(d *Verdict, ptrs []uint64, ptrSize int) []span {
 	out := make([]span, 0, len(ptrs)+2)
 	out = append(out, span{d.pathAddr, d.pathAddr + uint64(len(d.Exec.Path)) + 1})
 	if d.argvAddr != 0 {

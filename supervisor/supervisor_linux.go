@@ -25,8 +25,8 @@ const (
 	nrExecveat386   = 358
 )
 
-// Decision records one exec the supervisor decided.
-type Decision struct {
+// Verdict records one exec the supervisor decided.
+type Verdict struct {
 	Time time.Time
 	// Pid is the caller's pid in the host's pid namespace.
 	Pid int
@@ -65,8 +65,11 @@ type Decision struct {
 	Latency time.Duration
 }
 
-// Denied reports whether the policy refused the exec.
-func (d *Decision) Denied() bool { return d.Errno == unix.EPERM }
+// Refused reports whether cordon refused the exec: the policy denied it, or
+// it could not be identified or verified (Reason says why). The other
+// nonzero Errnos fail an exec as the kernel would have (ENOENT for a shell
+// probing its PATH), and print no denial.
+func (d *Verdict) Refused() bool { return d.Errno == unix.EPERM }
 
 // Options configures a Supervisor.
 type Options struct {
@@ -74,12 +77,12 @@ type Options struct {
 	// caller is answered, and for every exec killed at verification. It
 	// is called from the supervisor's goroutine and from the tracer's, so
 	// it must be safe for concurrent use, and must not block.
-	OnDecision func(*Decision)
+	OnDecision func(*Verdict)
 	// Verify selects race-free verification of allowed execs; empty means
 	// VerifyAuto.
 	Verify Verify
 	// Ask answers exec decisions of kind ask; nil refuses them.
-	Ask func(*Decision) bool
+	Ask func(*Verdict) bool
 	// Logger receives debug and error records; nil discards them.
 	Logger *slog.Logger
 	// WedgeAfter, when positive, makes the receive after that many
@@ -167,7 +170,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	return s, nil
 }
 
-func (s *Supervisor) report(d *Decision) {
+func (s *Supervisor) report(d *Verdict) {
 	if s.opts.OnDecision != nil {
 		s.opts.OnDecision(d)
 	}
@@ -316,7 +319,7 @@ func (s *Supervisor) Close() error {
 // handle decides one notification and answers it.
 func (s *Supervisor) handle(n *seccompNotif) {
 	start := time.Now()
-	d := Decision{Time: start, Pid: int(n.Pid), root: -1}
+	d := Verdict{Time: start, Pid: int(n.Pid), root: -1}
 	resp := seccompNotifResp{ID: n.ID}
 	errno := s.decide(n, &d)
 	if errno == 0 {
@@ -344,7 +347,7 @@ func (s *Supervisor) handle(n *seccompNotif) {
 // decide reads what a notified exec asks for, fills d and returns the errno
 // to answer, or 0 to let the exec continue. The decision itself is the
 // judge's, as it is at the exec event (see judge).
-func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
+func (s *Supervisor) decide(n *seccompNotif, d *Verdict) syscall.Errno {
 	if n.Pid == 0 {
 		// The caller is not visible in our pid namespace: we cannot read
 		// its memory, so we cannot decide. Refuse.
@@ -436,7 +439,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Decision) syscall.Errno {
 // caller cannot be raced must enumerate every process that might share its
 // memory (a vfork ancestor can be woken out of sight of the caller's
 // parents), which on this path costs more than the verification itself.
-func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
+func (s *Supervisor) guard(n *seccompNotif, d *Verdict) syscall.Errno {
 	pid := int(n.Pid)
 	if s.tracer != nil {
 		err := s.tracer.attach(pid, d)
@@ -466,7 +469,7 @@ func (s *Supervisor) guard(n *seccompNotif, d *Decision) syscall.Errno {
 // it runs through, can only be what was checked when the kernel opens them:
 // see walkReadOnly. Descriptor-based execs (fexecve, execveat with a
 // directory fd) never qualify: a memfd's content can change.
-func (s *Supervisor) immutable(d *Decision) bool {
+func (s *Supervisor) immutable(d *Verdict) bool {
 	if d.Syscall != "execve" || d.called == "" || d.root < 0 {
 		return false
 	}

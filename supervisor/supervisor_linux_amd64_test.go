@@ -78,7 +78,7 @@ type running struct {
 	runErr chan error
 
 	mu        sync.Mutex
-	decisions []Decision // guarded by mu
+	decisions []Verdict // guarded by mu
 }
 
 // startSupervisor runs New(fd, pol, opts) in a goroutine, recording every
@@ -87,7 +87,7 @@ func startSupervisor(t *testing.T, fd int, pol *policy.Policy, opts Options) *ru
 	t.Helper()
 	r := &running{runErr: make(chan error, 1)}
 	next := opts.OnDecision
-	opts.OnDecision = func(d *Decision) {
+	opts.OnDecision = func(d *Verdict) {
 		r.mu.Lock()
 		r.decisions = append(r.decisions, *d)
 		r.mu.Unlock()
@@ -106,7 +106,7 @@ func startSupervisor(t *testing.T, fd int, pol *policy.Policy, opts Options) *ru
 }
 
 // last returns the latest decision.
-func (r *running) last(t *testing.T) Decision {
+func (r *running) last(t *testing.T) Verdict {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -114,10 +114,10 @@ func (r *running) last(t *testing.T) Decision {
 	return r.decisions[len(r.decisions)-1]
 }
 
-func (r *running) all() []Decision {
+func (r *running) all() []Verdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Decision(nil), r.decisions...)
+	return append([]Verdict(nil), r.decisions...)
 }
 
 // stopped waits up to d for Run to return and returns its error.
@@ -166,7 +166,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 		assert.True(t, d.Exec.Known, "the file's identity is known")
 		assert.Equal(t, policy.Allow, d.Result.Decision)
 		assert.Zero(t, d.Errno)
-		assert.False(t, d.Denied())
+		assert.False(t, d.Refused())
 		assert.NotEqual(t, c.pid(), d.Pid, "the exec comes from the child's child")
 		assert.Positive(t, d.Pid)
 	})
@@ -174,7 +174,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 	t.Run("denied by rule", func(t *testing.T) {
 		assertErrno(t, unix.EPERM, run(t, c, "/bin/false", "--flag", "two words"), "/bin/false")
 		d := r.last(t)
-		assert.True(t, d.Denied())
+		assert.True(t, d.Refused())
 		assert.Equal(t, []string{"/bin/false", "--flag", "two words"}, d.Exec.Argv)
 		if assert.NotNil(t, d.Result.Rule) {
 			assert.Equal(t, "false", d.Result.Rule.Pattern)
@@ -187,7 +187,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 		assertErrno(t, unix.ENOENT, run(t, c, "/nonexistent/prog"), "/nonexistent/prog")
 		d := r.last(t)
 		assert.Equal(t, unix.ENOENT, d.Errno)
-		assert.False(t, d.Denied())
+		assert.False(t, d.Refused())
 		assert.Nil(t, d.Result.Rule, "the policy is not asked about a file that does not exist")
 	})
 
@@ -195,7 +195,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 		assertErrno(t, unix.EACCES, run(t, c, "/usr"), "/usr")
 		d := r.last(t)
 		assert.Equal(t, unix.EACCES, d.Errno)
-		assert.False(t, d.Denied())
+		assert.False(t, d.Refused())
 	})
 
 	t.Run("nested exec read from a C program's memory", func(t *testing.T) {
@@ -204,7 +204,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 		if assert.NotNil(t, res.Exit) {
 			assert.NotZero(t, *res.Exit, "sh must see its exec of /bin/false fail")
 		}
-		var nested []Decision
+		var nested []Verdict
 		for _, d := range r.all()[before:] {
 			if d.Exec.Path == "/bin/false" {
 				nested = append(nested, d)
@@ -212,7 +212,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 		}
 		require.NotEmpty(t, nested, "no decision for the shell's exec of /bin/false")
 		assert.Equal(t, []string{"/bin/false", "a b", "x"}, nested[0].Exec.Argv)
-		assert.True(t, nested[0].Denied())
+		assert.True(t, nested[0].Refused())
 	})
 
 	// Shutdown makes Run return promptly, and is idempotent.
@@ -237,12 +237,12 @@ func TestSupervisorAsk(t *testing.T) {
 	require.NoError(t, err)
 	tests := []struct {
 		name   string
-		ask    func(*Decision) bool
+		ask    func(*Verdict) bool
 		wantOK bool
 	}{
 		{name: "no asker refuses", ask: nil, wantOK: false},
-		{name: "asker says yes", ask: func(*Decision) bool { return true }, wantOK: true},
-		{name: "asker says no", ask: func(*Decision) bool { return false }, wantOK: false},
+		{name: "asker says yes", ask: func(*Verdict) bool { return true }, wantOK: true},
+		{name: "asker says no", ask: func(*Verdict) bool { return false }, wantOK: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestSupervisorAsk(t *testing.T) {
 			var asked []string // written by Run's goroutine, read after Run returned
 			var opts Options
 			if tc.ask != nil {
-				opts.Ask = func(d *Decision) bool {
+				opts.Ask = func(d *Verdict) bool {
 					asked = append(asked, FormatArgv(d.Exec.Argv))
 					return tc.ask(d)
 				}

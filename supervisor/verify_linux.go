@@ -45,7 +45,7 @@ func ParseVerify(s string) (Verify, error) {
 	return "", fmt.Errorf("unknown verification mode %q (want auto, ptrace or strict)", s)
 }
 
-// ReasonChanged is Decision.Reason for an exec killed at PTRACE_EVENT_EXEC
+// ReasonChanged is Verdict.Reason for an exec killed at PTRACE_EVENT_EXEC
 // because what the kernel ran is not what was checked.
 const ReasonChanged = "changed after check"
 
@@ -81,7 +81,7 @@ type tracer struct {
 	log   *slog.Logger
 	// report receives kills at the exec event. It is called on the tracer
 	// thread.
-	report func(*Decision)
+	report func(*Verdict)
 
 	reqs    chan attachReq
 	follows chan followReq
@@ -92,7 +92,7 @@ type tracer struct {
 	// traced from the start (forks, vforks and clones followed), and every
 	// exec is decided at its exec event, since no notification came first.
 	follow bool
-	ask    func(*Decision) bool
+	ask    func(*Verdict) bool
 
 	// Owned by the tracer thread.
 	tracees map[int]*tracee
@@ -100,7 +100,7 @@ type tracer struct {
 
 type attachReq struct {
 	tid   int
-	d     Decision
+	d     Verdict
 	reply chan error
 }
 
@@ -111,7 +111,7 @@ type followReq struct {
 
 type tracee struct {
 	tid         int // the thread that called exec
-	d           Decision
+	d           Verdict
 	deadline    time.Time
 	interrupted bool
 	killed      bool
@@ -120,7 +120,7 @@ type tracee struct {
 // errAttach wraps why ptrace could not attach to a caller.
 var errAttach = errors.New("cannot attach with ptrace")
 
-func newTracer(j judge, log *slog.Logger, report func(*Decision)) *tracer {
+func newTracer(j judge, log *slog.Logger, report func(*Verdict)) *tracer {
 	t := &tracer{
 		judge:   j,
 		log:     log,
@@ -137,7 +137,7 @@ func newTracer(j judge, log *slog.Logger, report func(*Decision)) *tracer {
 
 // attach seizes tid before its exec is continued. It returns errAttach
 // (wrapped) when ptrace is not possible for this caller.
-func (t *tracer) attach(tid int, d *Decision) error {
+func (t *tracer) attach(tid int, d *Verdict) error {
 	r := attachReq{tid: tid, d: *d, reply: make(chan error, 1)}
 	select {
 	case t.reqs <- r:
@@ -311,7 +311,7 @@ func (t *tracer) expire() {
 // record, and reports it.
 func (t *tracer) unmatched(pid int) {
 	start := time.Now()
-	_, d := t.decideImage(pid, &Decision{})
+	_, d := t.decideImage(pid, &Verdict{})
 	_ = unix.Kill(pid, unix.SIGKILL)
 	t.tracees[pid] = &tracee{tid: pid, killed: true} // its death is consumed by drain
 	t.log.Error("exec event with no check on record: killed", "pid", pid)
@@ -366,9 +366,9 @@ func (t *tracer) verify(pid int, tr *tracee) {
 // holds for the same argv only. It returns whether the image may run, and
 // the decision; a nil Argv in it means pid vanished (killed by someone else
 // while stopped): denied, with nothing to report.
-func (t *tracer) decideImage(pid int, checked *Decision) (bool, Decision) {
+func (t *tracer) decideImage(pid int, checked *Verdict) (bool, Verdict) {
 	proc := "/proc/" + strconv.Itoa(pid)
-	d := Decision{root: -1}
+	d := Verdict{root: -1}
 	deny := policy.Result{Decision: policy.Deny}
 	raw, err := os.ReadFile(proc + "/cmdline")
 	if err != nil {
@@ -420,7 +420,7 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, Decision) {
 		}
 	}
 	if at > 0 {
-		sd := Decision{Exec: policy.Exec{Argv: append([]string{argv0(checked.Exec.Argv)}, kargv[at:]...), Path: script}}
+		sd := Verdict{Exec: policy.Exec{Argv: append([]string{argv0(checked.Exec.Argv)}, kargv[at:]...), Path: script}}
 		if checked.Expect == nil {
 			sd.Exec.Argv[0] = script
 		}
@@ -454,7 +454,7 @@ func (t *tracer) decideImage(pid int, checked *Decision) (bool, Decision) {
 // at the exec event: by the path the check resolved, or through the
 // caller's descriptor for fexecve. It returns the script and the name the
 // kernel gave its interpreter.
-func (t *tracer) reopen(pid, root int, checked *Decision, script string) (target, string, syscall.Errno) {
+func (t *tracer) reopen(pid, root int, checked *Verdict, script string) (target, string, syscall.Errno) {
 	if checked.Expect == nil {
 		abs, errno := absPath(pid, root, unix.AT_FDCWD, script)
 		if errno != 0 {
@@ -626,7 +626,7 @@ func groupStop(pid int) bool {
 // ask's context ends with its report.
 func (t *tracer) followExec(pid int) {
 	start := time.Now()
-	var none Decision
+	var none Verdict
 	ok, d := t.decideImage(pid, &none)
 	d.Time, d.Pid = start, pid
 	if !ok && d.Result.Decision == policy.Ask && d.Exec.Argv != nil && t.ask != nil {

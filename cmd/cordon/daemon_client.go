@@ -99,7 +99,7 @@ func policyDocument(cfg policy.Config) (string, error) {
 // shown through supervisor.FormatArgv, quoted where it holds spaces or
 // control characters, and can neither span lines nor reach the terminal as
 // escape sequences.
-func printDecisions(w io.Writer, ds []sandbox.Decision) {
+func printDecisions(w io.Writer, ds []sandbox.ExecDecision) {
 	for _, d := range ds {
 		if d.Decision == "deny" {
 			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", supervisor.FormatArgv(d.Argv), d.Rule)

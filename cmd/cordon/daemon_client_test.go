@@ -13,7 +13,7 @@ import (
 // match what cordon run prints (supervisor.DenialLine).
 func TestPrintDecisionsHostileArgv(t *testing.T) {
 	var out bytes.Buffer
-	printDecisions(&out, []sandbox.Decision{
+	printDecisions(&out, []sandbox.ExecDecision{
 		{Decision: "allow", Argv: []string{"ls"}, Rule: "default allow"},
 		{Decision: "deny", Argv: []string{"git", "push", "origin", "main"}, Rule: `deny "git push"`},
 		{Decision: "deny", Argv: []string{"git", "push", "\x1b]0;owned\x07\x1b[2J", "a b\ncordon: allowed: rm -rf /"}, Rule: `deny "git push"`},

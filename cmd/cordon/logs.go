@@ -49,7 +49,7 @@ it until it exits. --after resumes from an event cursor.`,
 				case sandbox.EventStderr:
 					_, _ = cmd.ErrOrStderr().Write(ev.Data)
 				case sandbox.EventDecision:
-					printDecisions(cmd.ErrOrStderr(), []sandbox.Decision{*ev.Decision})
+					printDecisions(cmd.ErrOrStderr(), []sandbox.ExecDecision{*ev.Decision})
 				case sandbox.EventTruncated:
 					fmt.Fprintf(cmd.ErrOrStderr(), "cordon: %d events dropped from the retention buffer\n", ev.Dropped)
 				}

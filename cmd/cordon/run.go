@@ -101,12 +101,12 @@ there is no answer within --ask-timeout.`,
 
 // asker returns how ask decisions are answered: nil (deny), always
 // allow, or a prompt on cordon's own terminal.
-func (o *runOptions) asker() (func(*supervisor.Decision) bool, error) {
+func (o *runOptions) asker() (func(*supervisor.Verdict) bool, error) {
 	switch o.ask {
 	case "deny":
 		return nil, nil
 	case "allow":
-		return func(*supervisor.Decision) bool { return true }, nil
+		return func(*supervisor.Verdict) bool { return true }, nil
 	case "tty":
 		if o.askTimeout <= 0 {
 			return nil, errors.New("--ask-timeout must be positive")

@@ -53,7 +53,7 @@ func SessionInfo(s api.Session) service.SessionInfo {
 }
 
 // APIDecision converts d.
-func APIDecision(d service.Decision) api.ExecDecision {
+func APIDecision(d service.ExecDecision) api.ExecDecision {
 	return api.ExecDecision{
 		Time: d.Time, Decision: d.Decision, Asked: d.Asked, Rule: d.Rule, Argv: d.Argv,
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
@@ -61,8 +61,8 @@ func APIDecision(d service.Decision) api.ExecDecision {
 }
 
 // Decision converts d back.
-func Decision(d api.ExecDecision) service.Decision {
-	return service.Decision{
+func Decision(d api.ExecDecision) service.ExecDecision {
+	return service.ExecDecision{
 		Time: d.Time, Decision: d.Decision, Asked: d.Asked, Rule: d.Rule, Argv: d.Argv,
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
 	}

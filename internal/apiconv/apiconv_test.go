@@ -108,7 +108,7 @@ func TestSessionAndDecisionKeepTheLibrarysJSON(t *testing.T) {
 		assert.JSONEq(t, string(lib), string(wire))
 		assert.Equal(t, info, SessionInfo(APISession(info)))
 	}
-	decisions := []service.Decision{{}, {
+	decisions := []service.ExecDecision{{}, {
 		Time: at, Decision: "deny", Asked: true, Rule: `deny "git push"`, Argv: []string{"git", "push"},
 		Program: "/usr/bin/git", Pid: 4, Process: "p-1",
 	}}

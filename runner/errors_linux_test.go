@@ -105,19 +105,19 @@ func TestSetupError(t *testing.T) {
 func TestWriteAudit(t *testing.T) {
 	rule := &policy.Rule{Decision: policy.Deny, Pattern: "git push", Source: "--deny"}
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6000, time.FixedZone("X", 3600))
-	base := supervisor.Decision{
+	base := supervisor.Verdict{
 		Time: at, Pid: 42, Syscall: "execve", Arch: "x86_64",
 		Exec:    policy.Exec{Argv: []string{"git", "push", "\xff"}, Path: "/usr/bin/git", Resolved: "/usr/bin/git"},
 		Latency: 1500 * time.Microsecond,
 	}
 	tests := []struct {
 		name   string
-		mutate func(d *supervisor.Decision)
+		mutate func(d *supervisor.Verdict)
 		want   map[string]any
 	}{
 		{
 			name: "denied by a rule",
-			mutate: func(d *supervisor.Decision) {
+			mutate: func(d *supervisor.Verdict) {
 				d.Result = policy.Result{Decision: policy.Deny, Rule: rule}
 				d.Errno = unix.EPERM
 			},
@@ -125,12 +125,12 @@ func TestWriteAudit(t *testing.T) {
 		},
 		{
 			name:   "allowed by default",
-			mutate: func(d *supervisor.Decision) { d.Result = policy.Result{Decision: policy.Allow} },
+			mutate: func(d *supervisor.Verdict) { d.Result = policy.Result{Decision: policy.Allow} },
 			want:   map[string]any{"decision": "allow", "rule": "default allow"},
 		},
 		{
 			name:   "refused before the policy: missing file",
-			mutate: func(d *supervisor.Decision) { d.Errno = unix.ENOENT },
+			mutate: func(d *supervisor.Verdict) { d.Errno = unix.ENOENT },
 			want:   map[string]any{"decision": "error", "rule": "", "error": "ENOENT", "errno": float64(unix.ENOENT)},
 		},
 	}

@@ -32,7 +32,7 @@ type auditRecord struct {
 	LatencyUs int64    `json:"latency_us"`
 }
 
-func writeAudit(w io.Writer, d *supervisor.Decision) {
+func writeAudit(w io.Writer, d *supervisor.Verdict) {
 	rec := auditRecord{
 		Time:      d.Time.UTC().Format(time.RFC3339Nano),
 		Pid:       d.Pid,
@@ -49,7 +49,7 @@ func writeAudit(w io.Writer, d *supervisor.Decision) {
 		Reason:    d.Reason,
 		LatencyUs: d.Latency.Microseconds(),
 	}
-	if d.Errno != 0 && !d.Denied() {
+	if d.Errno != 0 && !d.Refused() {
 		// Refused before the policy was asked: the file does not exist, is
 		// not executable, or the call could not have succeeded.
 		rec.Decision, rec.Rule, rec.Error = "error", "", unix.ErrnoName(d.Errno)

@@ -59,7 +59,7 @@ func needsQuote(w string) bool {
 // argv[0] is the caller's choice: when it names neither the path called nor
 // the file that runs (exec -a ls git push), the line shows the path and
 // says what argv[0] claimed.
-func (d *Decision) DenialLine() string {
+func (d *Verdict) DenialLine() string {
 	argv, note := d.Exec.Argv, ""
 	if prog := d.Exec.Program(); len(argv) > 0 && prog != "" {
 		a0 := path.Base(argv[0])

@@ -110,14 +110,14 @@ func TestDenialLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &Decision{Exec: policy.Exec{Argv: tc.argv}, Result: tc.result}
+			d := &Verdict{Exec: policy.Exec{Argv: tc.argv}, Result: tc.result}
 			assert.Equal(t, tc.want, d.DenialLine())
 		})
 	}
 }
 
 func TestDenialLineShowsSpoofedArgv0(t *testing.T) {
-	d := &Decision{
+	d := &Verdict{
 		Exec:   policy.Exec{Argv: []string{"ls", "push"}, Path: "/usr/bin/git", Resolved: "/usr/bin/git"},
 		Result: policy.Result{Decision: policy.Deny, Rule: &policy.Rule{Decision: policy.Deny, Pattern: "git push"}},
 	}
