@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-sandbox/cordon/internal/seccomp"
 )
 
 // Run checks this host and returns the report. It never fails as a whole:
@@ -70,7 +72,7 @@ func Run(ctx context.Context, opts Options) Report {
 	wg.Wait()
 
 	checks := []Check{wslCheck(wsl, release), kernelCheck(release)}
-	checks = append(checks, seccompChecks(sf, compiledLayout().Sizes, filters)...)
+	checks = append(checks, seccompChecks(sf, NotifSizes(seccomp.CompiledLayout().Sizes), filters)...)
 	checks = append(checks,
 		usernsCheck(usernsFacts{Root: root, ProbeErr: usernsErr, Sysctls: sysctls, BwrapPath: bw.Path, BwrapSetuid: bw.Setuid}),
 		bwrapCheck(bw),

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-sandbox/cordon/internal/seccomp"
 )
 
 // probeNr is the syscall the probe filters send to the listener: getppid has
@@ -79,7 +81,7 @@ func startFilteredThread(flags uintptr) (*filteredThread, error) {
 			ready <- started{err: os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)}
 			return
 		}
-		fd, err := seccompSetFilter(flags, notifyFilter())
+		fd, err := seccomp.SetFilter(flags, notifyFilter())
 		ready <- started{tid: tid, fd: fd, err: err}
 		if err != nil {
 			return
@@ -124,11 +126,11 @@ func (t *filteredThread) stop() {
 
 // recvNotif waits in ppoll (never blocking in RECV itself) until a
 // notification can be received or deadline passes.
-func recvNotif(fd int, deadline time.Time) (seccompNotif, error) {
+func recvNotif(fd int, deadline time.Time) (seccomp.Notif, error) {
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return seccompNotif{}, fmt.Errorf("waiting for a notification: %w", errProbeTimeout)
+			return seccomp.Notif{}, fmt.Errorf("waiting for a notification: %w", errProbeTimeout)
 		}
 		ts := unix.NsecToTimespec(left.Nanoseconds())
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
@@ -137,24 +139,24 @@ func recvNotif(fd int, deadline time.Time) (seccompNotif, error) {
 			continue
 		}
 		if err != nil {
-			return seccompNotif{}, os.NewSyscallError("ppoll", err)
+			return seccomp.Notif{}, os.NewSyscallError("ppoll", err)
 		}
 		if fds[0].Revents&unix.POLLIN == 0 {
-			return seccompNotif{}, fmt.Errorf("listener poll events %#x without POLLIN", fds[0].Revents)
+			return seccomp.Notif{}, fmt.Errorf("listener poll events %#x without POLLIN", fds[0].Revents)
 		}
-		var notif seccompNotif
-		if err := notifRecv(fd, &notif); err != nil {
+		var notif seccomp.Notif
+		if err := seccomp.NotifRecv(fd, &notif); err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue // the caller was interrupted; it will notify again
 			}
-			return seccompNotif{}, err
+			return seccomp.Notif{}, err
 		}
 		return notif, nil
 	}
 }
 
 // expectFrom checks that a notification is the probe syscall of thread tid.
-func expectFrom(n seccompNotif, tid int) error {
+func expectFrom(n seccomp.Notif, tid int) error {
 	if n.Data.Nr != probeNr || n.Data.Arch != auditArch || int(n.Pid) != tid {
 		return fmt.Errorf("unexpected notification: syscall %d arch %#x from pid %d, want getppid from thread %d",
 			n.Data.Nr, n.Data.Arch, n.Pid, tid)
@@ -165,7 +167,7 @@ func expectFrom(n seccompNotif, tid int) error {
 // answerPending receives the thread's notification and answers it with resp.
 // A notification that a signal aborted before the answer (ENOENT) comes
 // back with a new id and is answered again.
-func answerPending(t *filteredThread, deadline time.Time, resp seccompNotifResp) error {
+func answerPending(t *filteredThread, deadline time.Time, resp seccomp.NotifResp) error {
 	for {
 		n, err := recvNotif(t.listener, deadline)
 		if err != nil {
@@ -175,7 +177,7 @@ func answerPending(t *filteredThread, deadline time.Time, resp seccompNotifResp)
 			return err
 		}
 		resp.ID = n.ID
-		err = notifSend(t.listener, &resp)
+		err = seccomp.NotifSend(t.listener, &resp)
 		if errors.Is(err, unix.ENOENT) {
 			continue
 		}
@@ -185,7 +187,7 @@ func answerPending(t *filteredThread, deadline time.Time, resp seccompNotifResp)
 
 // roundTrip has the thread make the probe syscall, answers it with resp and
 // returns what the syscall returned.
-func roundTrip(t *filteredThread, deadline time.Time, resp seccompNotifResp) (callResult, error) {
+func roundTrip(t *filteredThread, deadline time.Time, resp seccomp.NotifResp) (callResult, error) {
 	t.call()
 	if err := answerPending(t, deadline, resp); err != nil {
 		return callResult{}, err
@@ -194,9 +196,9 @@ func roundTrip(t *filteredThread, deadline time.Time, resp seccompNotifResp) (ca
 }
 
 var (
-	respContinue = seccompNotifResp{Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
-	respEPERM    = seccompNotifResp{Error: -int32(unix.EPERM)}
-	respEACCES   = seccompNotifResp{Error: -int32(unix.EACCES)}
+	respContinue = seccomp.NotifResp{Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
+	respEPERM    = seccomp.NotifResp{Error: -int32(unix.EPERM)}
+	respEACCES   = seccomp.NotifResp{Error: -int32(unix.EACCES)}
 )
 
 // checkResult compares what getppid returned with what the answer implies.
@@ -220,7 +222,7 @@ func probeNotify(sf *SeccompFeatures, deadline time.Time, ppid int) {
 			f.Detail = "not probed: " + why
 		}
 	}
-	if err := seccompActionAvail(unix.SECCOMP_RET_USER_NOTIF); err != nil {
+	if err := seccomp.ActionAvail(unix.SECCOMP_RET_USER_NOTIF); err != nil {
 		sf.UserNotif.Detail = fmt.Sprintf("the kernel does not know SECCOMP_RET_USER_NOTIF: %v", err)
 		notProbed("no user notification")
 		return
@@ -262,7 +264,7 @@ func probeNotify(sf *SeccompFeatures, deadline time.Time, ppid int) {
 		sf.Continue = Feature{Supported: true, Detail: "answered CONTINUE: getppid ran and returned the real parent pid"}
 	}
 
-	if err := notifSetFlags(t.listener, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP); err != nil {
+	if err := seccomp.NotifSetFlags(t.listener, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP); err != nil {
 		sf.FDSyncWakeUp.Detail = fmt.Sprintf("the kernel rejected FD_SYNC_WAKE_UP: %v", err)
 		return
 	}
@@ -332,7 +334,7 @@ func signalAfterRecv(flags uintptr, deadline time.Time, ppid int, canContinue bo
 	}
 	stale, pending := false, false
 	for !stale && !pending && time.Now().Before(limit) {
-		if err := notifIDValid(t.listener, n.ID); err != nil {
+		if err := seccomp.NotifIDValid(t.listener, n.ID); err != nil {
 			stale = true
 			break
 		}
@@ -351,7 +353,7 @@ func signalAfterRecv(flags uintptr, deadline time.Time, ppid int, canContinue bo
 		// interruptible wait; only one still pending, with the id still
 		// valid, a while later proves the wait was killable.
 		time.Sleep(20 * time.Millisecond)
-		stale = notifIDValid(t.listener, n.ID) != nil
+		stale = seccomp.NotifIDValid(t.listener, n.ID) != nil
 		if still, err := threadSignalPending(t.tid, unix.SIGURG); err == nil && !still && !stale {
 			pending = false
 		}
@@ -386,9 +388,9 @@ func signalAfterRecv(flags uintptr, deadline time.Time, ppid int, canContinue bo
 }
 
 // answer sends resp for notification n.
-func answer(t *filteredThread, n seccompNotif, resp seccompNotifResp) error {
+func answer(t *filteredThread, n seccomp.Notif, resp seccomp.NotifResp) error {
 	resp.ID = n.ID
-	return notifSend(t.listener, &resp)
+	return seccomp.NotifSend(t.listener, &resp)
 }
 
 // threadSignalPending reports whether sig is pending for thread tid of this

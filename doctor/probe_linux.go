@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cordon-sandbox/cordon/internal/seccomp"
 )
 
 // ProbeArg is the hidden first argument that turns the binary into a probe
@@ -50,8 +52,8 @@ func ProbeMain() int {
 	var sf SeccompFeatures
 	switch mode {
 	case modeSeccomp:
-		if s, err := seccompNotifSizes(); err == nil {
-			sf.KernelSizes = s
+		if s, err := seccomp.GetNotifSizes(); err == nil {
+			sf.KernelSizes = NotifSizes(s)
 		}
 		ppid := os.Getppid()
 		probeNotify(&sf, deadline, ppid)

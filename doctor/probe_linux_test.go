@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/seccomp"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,8 +16,8 @@ import (
 )
 
 func TestStructLayout(t *testing.T) {
-	l := compiledLayout()
-	assert.Equal(t, NotifSizes{Notif: 80, NotifResp: 24, Data: 64}, l.Sizes)
+	l := seccomp.CompiledLayout()
+	assert.Equal(t, NotifSizes{Notif: 80, NotifResp: 24, Data: 64}, NotifSizes(l.Sizes))
 	assert.Equal(t, uintptr(6), l.SizesSize, "struct seccomp_notif_sizes is three __u16")
 	assert.Equal(t, uintptr(dataOffNr), l.OffsetNr)
 	assert.Equal(t, uintptr(dataOffArch), l.OffsetArch)
@@ -27,9 +28,9 @@ func TestStructLayout(t *testing.T) {
 
 func TestStructSizesMatchKernel(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
-	got, err := seccompNotifSizes()
+	got, err := seccomp.GetNotifSizes()
 	require.NoError(t, err)
-	assert.Equal(t, compiledLayout().Sizes, got, "SECCOMP_GET_NOTIF_SIZES disagrees with the Go mirrors")
+	assert.Equal(t, seccomp.CompiledLayout().Sizes, got, "SECCOMP_GET_NOTIF_SIZES disagrees with the Go mirrors")
 }
 
 // runBPF interprets the few classic BPF instructions notifyFilter uses.
@@ -101,7 +102,7 @@ func TestProbeSeccomp(t *testing.T) {
 	require.True(t, sf.UserNotif.Supported, sf.UserNotif.Detail)
 	require.True(t, sf.Continue.Supported, sf.Continue.Detail)
 	assert.True(t, sf.Usable())
-	assert.Equal(t, compiledLayout().Sizes, sf.KernelSizes)
+	assert.Equal(t, NotifSizes(seccomp.CompiledLayout().Sizes), sf.KernelSizes)
 	assert.Less(t, elapsed, DefaultTimeout, "the probe is bounded by its timeout")
 
 	// The optional features are host facts: each must at least say what

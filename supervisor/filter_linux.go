@@ -10,6 +10,8 @@ import (
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
+
+	kseccomp "github.com/cordon-sandbox/cordon/internal/seccomp"
 )
 
 // ErrListenerBusy is returned by InstallFilter when the calling task already
@@ -253,7 +255,7 @@ func InstallFilter(raw []byte) (int, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return -1, os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}
-	fd, err := seccompSetFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_TSYNC|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH)
+	fd, err := kseccomp.SetFilter(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_TSYNC|unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH, prog)
 	if errors.Is(err, unix.EBUSY) {
 		return -1, ErrListenerBusy
 	}
@@ -275,6 +277,6 @@ func InstallFallbackFilter(raw []byte) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}
-	_, err = seccompSetFilter(prog, unix.SECCOMP_FILTER_FLAG_TSYNC)
+	_, err = kseccomp.SetFilter(unix.SECCOMP_FILTER_FLAG_TSYNC, prog)
 	return err
 }

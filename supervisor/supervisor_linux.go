@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/seccomp"
 	"github.com/cordon-sandbox/cordon/policy"
 	"golang.org/x/sys/unix"
 )
@@ -127,8 +128,8 @@ type Supervisor struct {
 	// goroutine.
 	immutables immutableCache
 
-	// recv is notifRecv, replaceable by tests to simulate a wedged kernel.
-	recv func(fd int, n *seccompNotif) error
+	// recv is seccomp.NotifRecv, replaceable by tests to simulate a wedged kernel.
+	recv func(fd int, n *seccomp.Notif) error
 
 	shutdown sync.Once
 	done     chan struct{}
@@ -158,7 +159,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		judge:    newJudge(pol, fs),
 		opts:     opts,
 		log:      log,
-		recv:     wedgeAfter(opts.WedgeAfter, notifRecv),
+		recv:     wedgeAfter(opts.WedgeAfter, seccomp.NotifRecv),
 		done:     make(chan struct{}),
 		sandbox:  sandbox,
 	}
@@ -214,12 +215,12 @@ func (s *Supervisor) VerifyMode() string {
 	return "auto"
 }
 
-func wedgeAfter(n int, recv func(int, *seccompNotif) error) func(int, *seccompNotif) error {
+func wedgeAfter(n int, recv func(int, *seccomp.Notif) error) func(int, *seccomp.Notif) error {
 	if n <= 0 {
 		return recv
 	}
 	count := 0
-	return func(fd int, notif *seccompNotif) error {
+	return func(fd int, notif *seccomp.Notif) error {
 		if count >= n {
 			select {} // never returns
 		}
@@ -241,7 +242,7 @@ func (s *Supervisor) Run() error {
 	if s.listener < 0 {
 		fds[0].Fd = -1 // ptrace-only: poll ignores negative fds
 	}
-	var n seccompNotif
+	var n seccomp.Notif
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		if _, err := unix.Ppoll(fds, nil, nil); err != nil {
@@ -317,10 +318,10 @@ func (s *Supervisor) Close() error {
 }
 
 // handle decides one notification and answers it.
-func (s *Supervisor) handle(n *seccompNotif) {
+func (s *Supervisor) handle(n *seccomp.Notif) {
 	start := time.Now()
 	d := Verdict{Time: start, Pid: int(n.Pid), root: -1}
-	resp := seccompNotifResp{ID: n.ID}
+	resp := seccomp.NotifResp{ID: n.ID}
 	errno := s.decide(n, &d)
 	if errno == 0 {
 		errno = s.guard(n, &d)
@@ -339,7 +340,7 @@ func (s *Supervisor) handle(n *seccompNotif) {
 	if s.opts.OnDecision != nil && d.Exec.Argv != nil {
 		s.opts.OnDecision(&d)
 	}
-	if err := notifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := seccomp.NotifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
 		s.log.Error("answering exec notification", "pid", d.Pid, "err", err)
 	}
 }
@@ -347,7 +348,7 @@ func (s *Supervisor) handle(n *seccompNotif) {
 // decide reads what a notified exec asks for, fills d and returns the errno
 // to answer, or 0 to let the exec continue. The decision itself is the
 // judge's, as it is at the exec event (see judge).
-func (s *Supervisor) decide(n *seccompNotif, d *Verdict) syscall.Errno {
+func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	if n.Pid == 0 {
 		// The caller is not visible in our pid namespace: we cannot read
 		// its memory, so we cannot decide. Refuse.
@@ -373,7 +374,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Verdict) syscall.Errno {
 	}
 	// The caller's memory was read by pid: make sure pid still is the task
 	// that made this call (it could have died and the pid been reused).
-	if err := notifIDValid(s.listener, n.ID); err != nil {
+	if err := seccomp.NotifIDValid(s.listener, n.ID); err != nil {
 		return unix.ENOENT
 	}
 	if argv == nil {
@@ -439,7 +440,7 @@ func (s *Supervisor) decide(n *seccompNotif, d *Verdict) syscall.Errno {
 // caller cannot be raced must enumerate every process that might share its
 // memory (a vfork ancestor can be woken out of sight of the caller's
 // parents), which on this path costs more than the verification itself.
-func (s *Supervisor) guard(n *seccompNotif, d *Verdict) syscall.Errno {
+func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	pid := int(n.Pid)
 	if s.tracer != nil {
 		err := s.tracer.attach(pid, d)
@@ -510,7 +511,7 @@ type execCall struct {
 	flags      uint64
 }
 
-func classify(sd *seccompData) (execCall, error) {
+func classify(sd *seccomp.Data) (execCall, error) {
 	c := execCall{dirfd: unix.AT_FDCWD}
 	var execveat bool
 	switch {
