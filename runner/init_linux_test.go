@@ -201,7 +201,7 @@ func TestKillDescendants(t *testing.T) {
 	requireProcChildren(t)
 	c := startChild(t, "subreaper", []string{"CORDON_TEST_PIDDIR=" + t.TempDir()})
 	var r subreaperReport
-	c.nextJSON(30*time.Second, &r)
+	c.NextJSON(30*time.Second, &r)
 	t.Cleanup(func() {
 		// Whatever survived was re-parented away from the child: end it.
 		for _, p := range []int{r.Direct, r.Mid, r.Deep} {
@@ -294,7 +294,7 @@ func TestReap(t *testing.T) {
 			}
 			c := startChild(t, "reap", []string{"CORDON_TEST_REAP=" + tc.scenario})
 			var got reapReport
-			c.nextJSON(20*time.Second, &got)
+			c.NextJSON(20*time.Second, &got)
 			require.Empty(t, got.Error)
 			if !tc.want.Signaled {
 				got.Signal = 0 // Signal() of an exit status is meaningless

@@ -171,7 +171,7 @@ func TestFrameConnSenderPid(t *testing.T) {
 		_, err = host.recv(&m)
 		require.NoError(t, err)
 		assert.Equal(t, "from the child", m.Message)
-		assert.Equal(t, int32(c.cmd.Process.Pid), host.pid, "SCM_CREDENTIALS pid is the sender's")
+		assert.Equal(t, int32(c.Cmd.Process.Pid), host.pid, "SCM_CREDENTIALS pid is the sender's")
 	})
 }
 

@@ -74,7 +74,7 @@ func TestInstallFilter(t *testing.T) {
 	requireSeccompNotify(t)
 	c := startChild(t, "install-twice", nil, nil)
 	var r installReport
-	c.nextJSON(t, 10*time.Second, &r)
+	c.NextJSON(10*time.Second, &r)
 	require.Empty(t, r.FirstErr, "first InstallFilter")
 	assert.GreaterOrEqual(t, r.Fd, 0)
 	assert.True(t, r.CloseOnExec, "listener fd must be close-on-exec")

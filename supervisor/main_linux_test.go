@@ -2,22 +2,19 @@ package supervisor
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/cordon-sandbox/cordon/internal/testchild"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -50,185 +47,19 @@ func childMain(mode string) int {
 	return 2
 }
 
-// requireSeccompNotify skips unless the kernel offers what InstallFilter
-// uses: SECCOMP_RET_USER_NOTIF, USER_NOTIF_FLAG_CONTINUE (5.5) and
-// SECCOMP_FILTER_FLAG_TSYNC_ESRCH (5.7).
-func requireSeccompNotify(t *testing.T) {
-	t.Helper()
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil {
-		testcap.SkipOrFail(t, "seccomp unavailable: %v", err)
-	}
-	if !strings.Contains(" "+strings.TrimSpace(string(avail))+" ", " user_notif ") {
-		testcap.SkipOrFail(t, "seccomp user notification unavailable (actions_avail: %s)", strings.TrimSpace(string(avail)))
-	}
-	var uts unix.Utsname
-	if err := unix.Uname(&uts); err != nil {
-		testcap.SkipOrFail(t, "uname: %v", err)
-	}
-	release := unix.ByteSliceToString(uts.Release[:])
-	var major, minor int
-	if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err != nil || major < 5 || major == 5 && minor < 7 {
-		testcap.SkipOrFail(t, "kernel %s predates SECCOMP_FILTER_FLAG_TSYNC_ESRCH (5.7)", release)
-	}
-}
+// requireSeccompNotify is testcap.RequireSeccompNotify: the kernel offers
+// what InstallFilter uses.
+func requireSeccompNotify(t *testing.T) { testcap.RequireSeccompNotify(t) }
 
-// child is a re-exec'd test binary in its own process group. Its stdout is
-// read line by line; its stdin stays open until close or cleanup.
-type child struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	stdin  *os.File
-	lines  chan string
-	exited chan struct{}
-	stderr *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // guarded by mu
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// child is a re-exec'd test binary (internal/testchild).
+type child = testchild.Child
 
 // startChild re-execs the test binary in mode with extra environment and
 // files (the first extra file is fd 3). Cleanup SIGKILLs its whole process
 // group and reaps it.
 func startChild(t *testing.T, mode string, args []string, env []string, extra ...*os.File) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	inR, inW, err := os.Pipe()
-	require.NoError(t, err)
-	outR, outW, err := os.Pipe()
-	require.NoError(t, err)
-	errR, errW, err := os.Pipe()
-	require.NoError(t, err)
-
-	c := &child{t: t, stdin: inW, lines: make(chan string, 64), exited: make(chan struct{}), stderr: &lockedBuffer{}}
-	c.cmd = &exec.Cmd{
-		Path:       exe,
-		Args:       append([]string{exe, "-test.run=^$"}, args...),
-		Env:        append(append(os.Environ(), childEnv+"="+mode, raceExitNoSleep()), env...),
-		Stdin:      inR,
-		Stdout:     outW,
-		Stderr:     errW,
-		ExtraFiles: extra,
-		// Pdeathsig: a test binary killed by its timeout takes its
-		// children with it.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	}
-	// Pdeathsig follows the thread that forks: hold that thread for the
-	// child's life. Otherwise a goroutine that later locks it (the
-	// supervisor's tracer) ends it on exit, and the kernel kills the child.
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := c.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = c.cmd.Wait()
-		close(c.exited)
-	}()
-	err = <-started
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		t.Fatalf("starting child %s: %v", mode, err)
-	}
-	go func() {
-		defer close(c.lines)
-		defer outR.Close()
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	go func() {
-		defer errR.Close()
-		_, _ = io.Copy(c.stderr, errR)
-	}()
-	t.Cleanup(func() {
-		c.kill()
-		c.stdin.Close()
-		if t.Failed() {
-			if s := c.stderr.String(); s != "" {
-				t.Logf("child %s stderr:\n%s", mode, s)
-			}
-		}
-	})
-	return c
-}
-
-// raceExitNoSleep keeps a race-enabled child from sleeping a second in
-// its exit path (the race runtime's atexit_sleep_ms defaults to 1000).
-func raceExitNoSleep() string {
-	opts := os.Getenv("GORACE")
-	if opts != "" {
-		opts += " "
-	}
-	return "GORACE=" + opts + "atexit_sleep_ms=0"
-}
-
-// kill SIGKILLs the child's process group and waits for the child.
-func (c *child) kill() {
-	_ = unix.Kill(-c.cmd.Process.Pid, unix.SIGKILL)
-	select {
-	case <-c.exited:
-	case <-time.After(10 * time.Second):
-		c.t.Errorf("child %d not reaped 10s after SIGKILL", c.cmd.Process.Pid)
-	}
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// next returns the child's next stdout line, failing t after d.
-func (c *child) next(t *testing.T, d time.Duration) string {
-	t.Helper()
-	select {
-	case l, ok := <-c.lines:
-		if !ok {
-			t.Fatalf("child %d closed stdout; stderr:\n%s", c.pid(), c.stderr.String())
-		}
-		return l
-	case <-time.After(d):
-		t.Fatalf("no answer from child %d within %v; stderr:\n%s", c.pid(), d, c.stderr.String())
-	}
-	return ""
-}
-
-// nextJSON decodes the child's next stdout line into v.
-func (c *child) nextJSON(t *testing.T, d time.Duration, v any) {
-	t.Helper()
-	l := c.next(t, d)
-	if err := json.Unmarshal([]byte(l), v); err != nil {
-		t.Fatalf("child %d said %q: %v", c.pid(), l, err)
-	}
-}
-
-func (c *child) send(t *testing.T, v any) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	_, err = c.stdin.Write(append(b, '\n'))
-	require.NoError(t, err, "writing to child %d", c.pid())
+	return testchild.Start(t, childEnv, mode, args, env, extra...)
 }
 
 // fdLinks counts this process's descriptors whose /proc/self/fd link

@@ -29,13 +29,13 @@ func newArena(t *testing.T, spec arenaSpec) *arena {
 	require.NoError(t, err)
 	c := startChild(t, "arena", []string{"two words", "", "\xff\xfe invalid"}, []string{arenaEnv + "=" + string(b)})
 	var rep arenaReport
-	c.nextJSON(t, 10*time.Second, &rep)
+	c.NextJSON(10*time.Second, &rep)
 	require.Empty(t, rep.Error, "arena child")
 	require.NotZero(t, rep.Base)
 	return &arena{c: c, spec: spec, base: rep.Base, argv: rep.Argv}
 }
 
-func (a *arena) pid() int { return a.c.pid() }
+func (a *arena) pid() int { return a.c.Pid() }
 
 func (a *arena) addr(off int) uint64 { return a.base + uint64(off) }
 
@@ -154,7 +154,7 @@ func TestReadString(t *testing.T) {
 func TestReadStringGoneProcess(t *testing.T) {
 	a := newArena(t, arenaSpec{Pages: 1})
 	addr := a.putString(t, "x")
-	a.c.kill()
+	a.c.Kill()
 	var m memReader
 	_, err := m.readString(a.pid(), addr, pathMax, errNameLen)
 	assert.ErrorIs(t, err, unix.ESRCH, "a dead caller must read as ESRCH, which the supervisor answers without logging")
@@ -436,5 +436,5 @@ func TestReadArgvOfChild(t *testing.T) {
 	var m memReader
 	got, err := m.readArgv(a.pid(), a.argv, 8)
 	require.NoError(t, err)
-	assert.Equal(t, a.c.cmd.Args, got)
+	assert.Equal(t, a.c.Cmd.Args, got)
 }

@@ -34,7 +34,7 @@ func startExecClient(t *testing.T) (*child, int) {
 	childEnd.Close()
 
 	var ready execResult
-	c.nextJSON(t, answerTimeout, &ready)
+	c.NextJSON(answerTimeout, &ready)
 	require.True(t, ready.Ready, "exec-client not ready: %s", ready.Error)
 	require.NoError(t, unix.SetsockoptTimeval(pair[0], unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 10}))
 	oob := make([]byte, unix.CmsgSpace(4))
@@ -52,9 +52,9 @@ func startExecClient(t *testing.T) (*child, int) {
 // run asks the child to run argv and returns how it went.
 func run(t *testing.T, c *child, argv ...string) execResult {
 	t.Helper()
-	c.send(t, execRequest{Argv: argv})
+	c.Send(execRequest{Argv: argv})
 	var r execResult
-	c.nextJSON(t, answerTimeout, &r)
+	c.NextJSON(answerTimeout, &r)
 	require.Empty(t, r.Error, "exec-client running %q", argv)
 	return r
 }
@@ -167,7 +167,7 @@ func TestSupervisorDecidesExecs(t *testing.T) {
 		assert.Equal(t, policy.Allow, d.Result.Decision)
 		assert.Zero(t, d.Errno)
 		assert.False(t, d.Refused())
-		assert.NotEqual(t, c.pid(), d.Pid, "the exec comes from the child's child")
+		assert.NotEqual(t, c.Pid(), d.Pid, "the exec comes from the child's child")
 		assert.Positive(t, d.Pid)
 	})
 
@@ -281,9 +281,9 @@ func TestSupervisorReturnsWhenSandboxExits(t *testing.T) {
 	t.Cleanup(func() { _ = r.s.Close() })
 	assertExit(t, 0, run(t, c, "/bin/true"), "/bin/true")
 
-	c.stdin.Close() // the child exits
+	c.Stdin.Close() // the child exits
 	select {
-	case <-c.exited:
+	case <-c.Exited:
 	case <-time.After(answerTimeout):
 		t.Fatal("exec-client did not exit after stdin closed")
 	}
@@ -303,7 +303,7 @@ func TestSupervisorWedgeAfter(t *testing.T) {
 	assertExit(t, 0, run(t, c, "/bin/true"), "first exec, before the wedge")
 
 	// The second exec is never answered.
-	c.send(t, execRequest{Argv: []string{"/bin/true"}})
+	c.Send(execRequest{Argv: []string{"/bin/true"}})
 	deadline := time.Now().Add(answerTimeout)
 	for countWedged() <= wedgedBefore {
 		require.True(t, time.Now().Before(deadline), "Run never reached the wedged receive")
@@ -314,7 +314,7 @@ func TestSupervisorWedgeAfter(t *testing.T) {
 	select {
 	case <-r.s.Done():
 		t.Fatal("Done closed after Shutdown: the wedge is not real")
-	case l := <-c.lines:
+	case l := <-c.Lines:
 		t.Fatalf("the wedged exec was answered: %s", l)
 	case <-time.After(300 * time.Millisecond):
 	}
@@ -322,7 +322,7 @@ func TestSupervisorWedgeAfter(t *testing.T) {
 	// Clean up: the child (and its exec, waiting in the kernel) dies; the
 	// listener is closed under the wedged goroutine, which stays parked
 	// forever, as it would in cordon until the process exits.
-	c.kill()
+	c.Kill()
 	assert.NoError(t, r.s.Close())
 }
 
