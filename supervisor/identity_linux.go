@@ -397,7 +397,7 @@ func (f *files) Resolve(path string) (policy.Exec, bool) {
 		return policy.Exec{}, false
 	}
 	defer unix.Close(t.fd)
-	if !walkReadOnly(root, abs) {
+	if !walkReadOnly(root, abs) || f.neverRun[[2]uint64{t.id.Dev, t.id.Ino}] {
 		return policy.Exec{}, false
 	}
 	f.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/policy"
 	"golang.org/x/sys/unix"
 )
@@ -198,10 +199,16 @@ func (t *tracer) loop() {
 
 func (t *tracer) seize(r attachReq) error {
 	if tr, ok := t.tracees[r.tid]; ok {
-		// The exec was interrupted by a signal and notified again: we are
-		// still attached from the first time. Judge the new attempt.
-		tr.d, tr.deadline, tr.interrupted = r.d, time.Now().Add(execEventWait), false
-		return nil
+		if tracedByUs(r.tid) {
+			// The exec was interrupted by a signal and notified again, or
+			// failed and was retried: we are still attached from the first
+			// time. Judge the new attempt.
+			tr.d, tr.deadline, tr.interrupted = r.d, time.Now().Add(execEventWait), false
+			return nil
+		}
+		// An entry for a task that is gone, and tid another task now (a
+		// recycled id): never trusted, seized anew.
+		delete(t.tracees, r.tid)
 	}
 	opts := unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(r.tid), 0, uintptr(opts), 0, 0)
@@ -210,6 +217,14 @@ func (t *tracer) seize(r attachReq) error {
 	}
 	t.tracees[r.tid] = &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
 	return nil
+}
+
+// tracedByUs reports whether task tid is traced by this process (its
+// TracerPid is our pid): an entry in the table names a task only while this
+// holds.
+func tracedByUs(tid int) bool {
+	st, err := proc.ReadStatus(tid)
+	return err == nil && st.TracerPid == os.Getpid()
 }
 
 // drain handles every pending event of this thread's tracees. __WNOTHREAD
@@ -238,14 +253,17 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 	case ws.Exited() || ws.Signaled():
 		delete(t.tracees, pid)
 	case ws.Stopped() && ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC:
+		// The event message is the exec'ing thread's former tid: a thread
+		// that is not the leader takes the leader's pid, and the leader is
+		// gone (de_thread; its death is never reported to a tracer). The
+		// exec is decided against the exec'ing thread's own check, and a
+		// leader's entry left from an exec of its own that failed is
+		// dropped with it.
 		tr := t.tracees[pid]
-		if tr == nil {
-			// A non-leader thread exec'd: it now has the leader's id, and
-			// the event message holds its former one.
-			if old, err := unix.PtraceGetEventMsg(pid); err == nil {
-				tr = t.tracees[int(old)]
-				delete(t.tracees, int(old))
-			}
+		if old, err := unix.PtraceGetEventMsg(pid); err == nil && int(old) != pid {
+			tr = t.tracees[int(old)]
+			delete(t.tracees, int(old))
+			delete(t.tracees, pid)
 		}
 		if tr == nil {
 			// Only callers this tracer attached to report exec events,

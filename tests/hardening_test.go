@@ -335,4 +335,13 @@ func TestHardPolicyFileNeverRuns(t *testing.T) {
 	assert.NotContains(t, r.stdout, "push\n", "a file the previous run wrote ran")
 	assert.Contains(t, r.stdout, "rc=126")
 	assert.Contains(t, r.stderr, "cordon's policy files and trust store never run")
+
+	// From a subdirectory the planted file is on read-only mounts all the
+	// way, so the dynamic loader would open it (fourth red team).
+	sub := filepath.Join(w.repo, "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	r = w.cordon(t, sub, "--deny-writable-exec", "--", "sh", "-c", loaderPath+" ../.cordon.yaml push; echo rc=$?")
+	assert.NotContains(t, r.stdout, "push\n", "the loader ran a file the previous run wrote")
+	assert.Contains(t, r.stdout, "rc=126")
+	assert.Contains(t, r.stderr, `(rule: deny "ld.so PROGRAM"`)
 }

@@ -9,6 +9,8 @@ package pathsearch
 import (
 	"fmt"
 	"sync"
+
+	"github.com/cordon-sandbox/cordon/internal/proc"
 )
 
 // maxCallers bounds the table: past it the table starts again, and a repeat
@@ -21,13 +23,21 @@ const maxCallers = 1024
 // safe for concurrent use.
 type Repeats struct {
 	mu   sync.Mutex
-	last map[int]string // guarded by mu: each caller's last decision (kind and argv)
+	last map[int]string // guarded by mu: each caller's last decision (its start time, kind and argv)
 }
 
 // Repeated reports whether decision on argv is what pid's last decision
 // was too, and records it as pid's last.
+//
+// A caller is its pid and its start time: a new process that got a recycled
+// pid (an exec storm) is not the one whose decision was recorded. Call it
+// while pid's exec waits for its answer, so pid is still the caller.
 func (r *Repeats) Repeated(pid int, decision string, argv []string) bool {
-	key := fmt.Sprintf("%s\x00%q", decision, argv)
+	var started uint64
+	if st, err := proc.ReadStat(pid); err == nil {
+		started = st.StartTime
+	}
+	key := fmt.Sprintf("%d\x00%s\x00%q", started, decision, argv)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	dup := key == r.last[pid]

@@ -1,6 +1,7 @@
 package pathsearch
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,4 +26,19 @@ func TestRepeatedBounded(t *testing.T) {
 		r.Repeated(pid, "deny", []string{"x"})
 	}
 	assert.LessOrEqual(t, len(r.last), maxCallers+1)
+}
+
+// TestRepeatedRecycledPid: a process that got a recycled pid is another
+// caller, even with the same argv (an exec storm wraps pids around).
+func TestRepeatedRecycledPid(t *testing.T) {
+	var r Repeats
+	self := os.Getpid()
+	assert.False(t, r.Repeated(self, "deny", []string{"x"}))
+	r.mu.Lock()
+	for pid, key := range r.last {
+		r.last[pid] = "1" + key // as if the pid's earlier holder started at another time
+	}
+	r.mu.Unlock()
+	assert.False(t, r.Repeated(self, "deny", []string{"x"}), "a recycled pid's first denial is news")
+	assert.True(t, r.Repeated(self, "deny", []string{"x"}))
 }
