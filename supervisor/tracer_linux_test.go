@@ -28,7 +28,7 @@ func TestSeizeDoesNotTrustAStaleEntry(t *testing.T) {
 	require.NoError(t, tr.seize(attachReq{tid: pid}))
 	st, err := proc.ReadStatus(pid)
 	require.NoError(t, err)
-	require.Equal(t, unix.Getpid(), st.TracerPid, "attached for real")
+	require.Equal(t, unix.Gettid(), st.TracerPid, "attached for real, by this thread")
 	require.True(t, tracedByUs(pid))
 	_ = unix.PtraceInterrupt(pid)
 	var ws unix.WaitStatus

@@ -219,12 +219,12 @@ func (t *tracer) seize(r attachReq) error {
 	return nil
 }
 
-// tracedByUs reports whether task tid is traced by this process (its
-// TracerPid is our pid): an entry in the table names a task only while this
-// holds.
+// tracedByUs reports whether task tid is traced by the calling thread, the
+// tracer's (TracerPid is the tracing thread's id): an entry in the table
+// names a task only while this holds.
 func tracedByUs(tid int) bool {
 	st, err := proc.ReadStatus(tid)
-	return err == nil && st.TracerPid == os.Getpid()
+	return err == nil && st.TracerPid == unix.Gettid()
 }
 
 // drain handles every pending event of this thread's tracees. __WNOTHREAD
