@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -211,12 +212,70 @@ func (t *tracer) seize(r attachReq) error {
 		delete(t.tracees, r.tid)
 	}
 	opts := unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
+	wd := watchSeize(r.tid)
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(r.tid), 0, uintptr(opts), 0, 0)
+	if wd.stop() {
+		if e == 0 {
+			// Attached to a process now dying: its exit is ours to reap.
+			t.tracees[r.tid] = &tracee{tid: r.tid, killed: true}
+		}
+		return fmt.Errorf("%w: ptrace(PTRACE_SEIZE, %d) blocked behind a sibling thread's exec for %v: the process was killed",
+			errAttach, r.tid, seizeTimeout)
+	}
 	if e != 0 {
 		return fmt.Errorf("%w: ptrace(PTRACE_SEIZE, %d): %v", errAttach, r.tid, e)
 	}
 	t.tracees[r.tid] = &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
 	return nil
+}
+
+// seizeTimeout bounds a PTRACE_SEIZE (see watchSeize).
+const seizeTimeout = time.Second
+
+// seizeWatchdog kills a process whose PTRACE_SEIZE does not return.
+type seizeWatchdog struct {
+	timer *time.Timer
+	mu    sync.Mutex
+	fd    int  // guarded by mu: a pidfd of the caller's process, or -1
+	fired bool // guarded by mu
+}
+
+// watchSeize guards a PTRACE_SEIZE of tid. ptrace_attach takes the tracee's
+// cred_guard_mutex, which a sibling thread's exec holds while it waits for
+// the process's other threads to be reaped; a sibling this tracer is
+// attached to (after an exec of its own failed) is reaped only by this
+// thread, in drain, which the blocked seize keeps from running: a deadlock
+// nothing in the kernel ends, and every later exec in the sandbox would wait
+// behind it. After seizeTimeout the whole process is killed: its exec gives
+// up, the mutex is released, the seize returns, and the caller is refused.
+func watchSeize(tid int) *seizeWatchdog {
+	w := &seizeWatchdog{fd: -1}
+	if st, err := proc.ReadStatus(tid); err == nil && st.Tgid > 0 {
+		if fd, err := unix.PidfdOpen(st.Tgid, 0); err == nil {
+			w.fd = fd
+		}
+	}
+	w.timer = time.AfterFunc(seizeTimeout, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.fd >= 0 {
+			w.fired = true
+			_ = unix.PidfdSendSignal(w.fd, unix.SIGKILL, nil, 0)
+		}
+	})
+	return w
+}
+
+// stop ends the watch and reports whether it had to kill.
+func (w *seizeWatchdog) stop() bool {
+	w.timer.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+		w.fd = -1
+	}
+	return w.fired
 }
 
 // tracedByUs reports whether task tid is traced by the calling thread, the

@@ -345,3 +345,18 @@ func TestHardPolicyFileNeverRuns(t *testing.T) {
 	assert.Contains(t, r.stdout, "rc=126")
 	assert.Contains(t, r.stderr, `(rule: deny "ld.so PROGRAM"`)
 }
+
+// TestHardSeizeDeadlock: a thread whose exec failed stays attached to the
+// tracer; a sibling's exec waits (holding the process's cred_guard_mutex)
+// for it to be reaped, which only the tracer does, while the tracer's
+// PTRACE_SEIZE of the leader waits for the same mutex. Before: cordon and
+// every exec in the sandbox hung until cordon was killed (fifth red team).
+// After: the seize is bounded, the process killed, and the run goes on.
+func TestHardSeizeDeadlock(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	prog := buildC(t, dir, "seizehang.c", "seizehang")
+	r := runCordon(t, runOpts{dir: dir, timeout: 60 * time.Second}, "--", prog, "10")
+	require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+	assert.Contains(t, r.stdout, "summary n=10")
+}

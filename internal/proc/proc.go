@@ -90,7 +90,7 @@ func ReadStat(pid int) (Stat, error) {
 // Status is what cordon reads of /proc/PID/status. A field that is missing
 // reads as -1, which no caller accepts as a real value.
 type Status struct {
-	PPid, TracerPid, Threads int
+	Tgid, PPid, TracerPid, Threads int
 	// NSTgid and NSPid are the process's and the thread's ids in their own
 	// (innermost) pid namespace: the last values of NStgid and NSpid.
 	NSTgid, NSPid int
@@ -98,7 +98,7 @@ type Status struct {
 
 // ParseStatus parses the content of a /proc/PID/status file.
 func ParseStatus(b []byte) Status {
-	st := Status{PPid: -1, TracerPid: -1, Threads: -1, NSTgid: -1, NSPid: -1}
+	st := Status{Tgid: -1, PPid: -1, TracerPid: -1, Threads: -1, NSTgid: -1, NSPid: -1}
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -112,6 +112,8 @@ func ParseStatus(b []byte) Status {
 		}
 		var dst *int
 		switch string(k) {
+		case "Tgid":
+			dst = &st.Tgid
 		case "PPid":
 			dst = &st.PPid
 		case "TracerPid":

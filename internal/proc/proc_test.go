@@ -34,9 +34,9 @@ func TestReadStatSelf(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	st := ParseStatus([]byte("Name:\tx\nPPid:\t7\nTracerPid:\t0\nThreads:\t3\nNStgid:\t900\t12\nNSpid:\t901\t13\n"))
-	assert.Equal(t, Status{PPid: 7, TracerPid: 0, Threads: 3, NSTgid: 12, NSPid: 13}, st)
-	assert.Equal(t, Status{PPid: -1, TracerPid: -1, Threads: -1, NSTgid: -1, NSPid: -1}, ParseStatus([]byte("PPid:\n")))
+	st := ParseStatus([]byte("Name:\tx\nTgid:\t900\nPPid:\t7\nTracerPid:\t0\nThreads:\t3\nNStgid:\t900\t12\nNSpid:\t901\t13\n"))
+	assert.Equal(t, Status{Tgid: 900, PPid: 7, TracerPid: 0, Threads: 3, NSTgid: 12, NSPid: 13}, st)
+	assert.Equal(t, Status{Tgid: -1, PPid: -1, TracerPid: -1, Threads: -1, NSTgid: -1, NSPid: -1}, ParseStatus([]byte("PPid:\n")))
 
 	self, err := ReadStatus(os.Getpid())
 	require.NoError(t, err)
