@@ -19,11 +19,9 @@ import (
 
 // runOptions holds the flags of "cordon run" (and of the root shorthand).
 type runOptions struct {
-	ruleFlags
+	sandboxFlags
 	ask        string
 	askTimeout time.Duration
-	rw, ro     []string
-	net        string
 	isolation  string
 	verify     string
 	audit      string
@@ -35,12 +33,9 @@ type runOptions struct {
 }
 
 func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
-	addRuleFlags(fs, &o.ruleFlags)
+	addSandboxFlags(fs, &o.sandboxFlags)
 	fs.StringVar(&o.ask, "ask", "deny", "how ask rules are answered: deny, allow, or tty (prompt on cordon's own terminal)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 30*time.Second, "with --ask tty: deny when there is no answer within this time")
-	fs.StringArrayVar(&o.rw, "rw", nil, "bind PATH read-write into the sandbox (repeatable)")
-	fs.StringArrayVar(&o.ro, "ro", nil, "bind PATH read-only into the sandbox (repeatable)")
-	fs.StringVar(&o.net, "net", "host", "network: host or none")
 	fs.StringVar(&o.isolation, "isolation", "bwrap", "bwrap, or none: enforce the exec policy without a sandbox (prints a warning)")
 	fs.StringVar(&o.verify, "verify", "auto", "race-free exec verification: auto (ptrace; strict where ptrace cannot attach), ptrace, or strict (no ptrace: refuse callers that could change their arguments after the check)")
 	fs.StringVar(&o.audit, "audit", "", "append one JSON line per exec decision to FILE (- for stderr)")
