@@ -227,6 +227,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		log:    log,
 		warn:   func(msg string) { log.Warn(msg) },
 		bare:   sp.isolation == IsolationNone,
+		pol:    sp.policy,
 		binds:  append(append([]string(nil), sp.box.RW...), sp.box.RO...),
 		conn:   conn,
 		waited: make(chan struct{}),
