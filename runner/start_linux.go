@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -301,7 +302,31 @@ func (sp *startSpec) argv() ([]string, error) {
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
+	box = sp.withGit(box)
 	return sandboxArgv(exe, box)
+}
+
+// withGit adds to box what git needs in the working directory (gitView):
+// the one place both one-shot runs and sessions get it.
+func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
+	v := gitBindsFor(box.Dir, box.RW)
+	for _, d := range v.mkdirs {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			// Not bound then: git's reflogs there fail in the sandbox.
+			v.rw = slices.DeleteFunc(v.rw, func(p string) bool { return p == d })
+			if sp.log != nil {
+				sp.log.Debug("git: creating "+d, "err", err)
+			}
+		}
+	}
+	if sp.log != nil && v.why != "" {
+		sp.log.Debug("git", v.describe()...)
+	}
+	box.RW = append(append([]string{}, box.RW...), v.rw...)
+	box.ROTry = append(append([]string{}, box.ROTry...), v.ro...)
+	box.Private = append(append([]string{}, box.Private...), v.private...)
+	box.Protect = append(append([]string{}, box.Protect...), v.protect...)
+	return box
 }
 
 // checkDir fails when the working directory cannot be the sandbox's: the
