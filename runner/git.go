@@ -417,11 +417,11 @@ func configValue(file, section, key string) (string, bool) {
 				continue
 			}
 		}
-		if cur != strings.ToLower(section) {
+		if !strings.EqualFold(cur, section) {
 			continue
 		}
 		k, v, hasEq := strings.Cut(line, "=")
-		if strings.ToLower(strings.TrimSpace(k)) != strings.ToLower(key) {
+		if !strings.EqualFold(strings.TrimSpace(k), key) {
 			continue
 		}
 		val, found = "", true
