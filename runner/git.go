@@ -47,9 +47,8 @@ import (
 // fails read-only in the sandbox, as it did without this).
 type gitView struct {
 	rw, ro, private, protect []string
-	// mkdirs are directories created on the host before the sandbox
-	// starts, so that a bind can hold them (a common dir without logs/).
-	mkdirs []string
+	// roMust are bound read-only, and bwrap fails if one is missing.
+	roMust []string
 	// why says what was found, or why nothing was bound, for --debug.
 	why string
 }
@@ -255,26 +254,37 @@ func (v *gitView) linkedWorktree(dotgit, gitdir string, inWritable func(string) 
 // refs and logs writable, everything else read-only, keep (the worktree's
 // own gitdir, bound writable by the caller) left to its bind.
 func (v *gitView) privateCommon(common, keep string) error {
+	// git creates logs/ on the first reflog entry: created in the private
+	// view, reflogs would be discarded with it. packed-refs must exist to
+	// be bound read-only: created in the view, git pack-refs (which gc
+	// runs) would write the refs there and delete the loose ones on the
+	// host, losing every branch. An empty packed-refs is what git reads
+	// when there is none. If either cannot be made, nothing is bound.
+	if err := os.Mkdir(filepath.Join(common, "logs"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating %s/logs: %w: nothing bound", common, err)
+	}
+	if f, err := os.OpenFile(filepath.Join(common, "packed-refs"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating %s/packed-refs: %w: nothing bound", common, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(common, "packed-refs")); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s/packed-refs is not a regular file: nothing bound", common)
+	}
 	entries, err := os.ReadDir(common)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", common, err)
 	}
 	v.private = append(v.private, common)
-	names := map[string]bool{}
 	for _, e := range entries {
-		names[e.Name()] = true
-	}
-	if !names["logs"] {
-		// git creates logs/ on the first reflog entry; created in the
-		// private view, reflogs would be discarded with it.
-		v.mkdirs = append(v.mkdirs, filepath.Join(common, "logs"))
-		names["logs"] = true
-	}
-	for name := range names {
+		name := e.Name()
 		p := filepath.Join(common, name)
 		switch name {
 		case "objects", "refs", "logs":
 			v.rw = append(v.rw, p)
+		case "packed-refs":
+			// Not ROTry: without it in place, the view is unsafe.
+			v.roMust = append(v.roMust, p)
 		default:
 			if p != keep {
 				v.ro = append(v.ro, p)
@@ -434,5 +444,6 @@ func configValue(file, section, key string) (string, bool) {
 
 // describe is the view for --debug.
 func (v gitView) describe() []any {
-	return []any{"found", v.why, "rw", v.rw, "ro", v.ro, "private", v.private, "protect", v.protect}
+	return []any{"found", v.why, "rw", v.rw, "ro", append(append([]string{}, v.roMust...), v.ro...),
+		"private", v.private, "protect", v.protect}
 }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -310,19 +309,11 @@ func (sp *startSpec) argv() ([]string, error) {
 // the one place both one-shot runs and sessions get it.
 func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
 	v := gitBindsFor(box.Dir, box.RW)
-	for _, d := range v.mkdirs {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			// Not bound then: git's reflogs there fail in the sandbox.
-			v.rw = slices.DeleteFunc(v.rw, func(p string) bool { return p == d })
-			if sp.log != nil {
-				sp.log.Debug("git: creating "+d, "err", err)
-			}
-		}
-	}
 	if sp.log != nil && v.why != "" {
 		sp.log.Debug("git", v.describe()...)
 	}
 	box.RW = append(append([]string{}, box.RW...), v.rw...)
+	box.RO = append(append([]string{}, box.RO...), v.roMust...)
 	box.ROTry = append(append([]string{}, box.ROTry...), v.ro...)
 	box.Private = append(append([]string{}, box.Private...), v.private...)
 	box.Protect = append(append([]string{}, box.Protect...), v.protect...)

@@ -54,8 +54,7 @@ func newRepo(t *testing.T, env []string, dir string) {
 }
 
 // gitWorkout is what an agent does with git: commit, branch, stash (push
-// and pop, which deletes refs/stash), rebase, and deleting a branch. Any
-// failure ends it non-zero.
+// and pop, which deletes refs/stash), rebase. Any failure ends it non-zero.
 const gitWorkout = `set -e
 base=$(git rev-parse --abbrev-ref HEAD)
 echo two >> f; git commit -qam two
@@ -67,7 +66,6 @@ git commit -qam three
 git checkout -q "$base"; echo h > h; git add h; git commit -qm on-base
 git checkout -q feature; git rebase -q "$base"
 test -z "$(git status --porcelain --untracked-files=no)"
-git branch scratch; git branch -D scratch >/dev/null
 git log --format=%s
 `
 
@@ -92,10 +90,18 @@ func TestGitWorks(t *testing.T) {
 		assert.Empty(t, hostGit(t, env, dir, "stash", "list"))
 	}
 
+	deleteBranch := func(t *testing.T, dir string) result {
+		t.Helper()
+		hostGit(t, env, dir, "branch", "scratch")
+		return runCordon(t, runOpts{dir: dir, env: env}, "--", "git", "branch", "-D", "scratch")
+	}
+
 	t.Run("repository", func(t *testing.T) {
 		repo := filepath.Join(root, "repo")
 		newRepo(t, env, repo)
 		check(t, repo, "a repository")
+		r := deleteBranch(t, repo)
+		assert.Equal(t, 0, r.code, r.stderr)
 	})
 
 	t.Run("linked worktree", func(t *testing.T) {
@@ -107,6 +113,20 @@ func TestGitWorks(t *testing.T) {
 		check(t, wt, "a linked worktree")
 		assert.Equal(t, mainHead, hostGit(t, env, main, "rev-parse", "HEAD"), "the main worktree's HEAD did not move")
 		assert.Contains(t, hostGit(t, env, main, "branch", "--list", "feature"), "feature", "the branch is in the shared refs")
+
+		// Rewriting packed-refs needs the common directory itself
+		// writable, which it never is: deleting a branch fails cleanly
+		// (documented), and git pack-refs (which gc runs) must not move
+		// the refs into a packed-refs the host never sees and delete the
+		// loose ones: that would lose every branch.
+		r := deleteBranch(t, wt)
+		assert.NotEqual(t, 0, r.code, "deleting a branch rewrites packed-refs")
+		assert.Contains(t, hostGit(t, env, main, "branch", "--list", "scratch"), "scratch")
+		r = runCordon(t, runOpts{dir: wt, env: env}, "--", "git", "pack-refs", "--all", "--prune")
+		assert.NotEqual(t, 0, r.code, "pack-refs succeeded in the private view")
+		assert.FileExists(t, filepath.Join(main, ".git", "refs", "heads", "feature"), "a loose ref was pruned")
+		assert.Equal(t, "three\non-feature\non-base\ntwo\n", firstLines(hostGit(t, env, main, "log", "--format=%s", "feature"), 4),
+			"the branch survived")
 	})
 
 	t.Run("submodule", func(t *testing.T) {
@@ -122,6 +142,8 @@ func TestGitWorks(t *testing.T) {
 		require.Contains(t, string(gitdir), "gitdir: ", "the submodule's git directory is absorbed into the superproject")
 
 		check(t, sub, "a submodule's directory")
+		r0 := deleteBranch(t, sub)
+		assert.Equal(t, 0, r0.code, r0.stderr)
 
 		// From the superproject: the submodule is a subdirectory.
 		r := runCordon(t, runOpts{dir: super, env: env}, "--", "sh", "-c",
@@ -190,6 +212,13 @@ func TestGitWorktreeCannotReachCommonHooksOrConfig(t *testing.T) {
 	gitdir := filepath.Join(common, "worktrees", "wt")
 	// An existing hook, as a user may have one.
 	require.NoError(t, os.WriteFile(filepath.Join(common, "hooks", "post-commit"), []byte("#!/bin/sh\ntrue\n"), 0o755))
+	// The first run creates an empty packed-refs (so that it can be bound
+	// read-only) and logs/ if missing; nothing else, ever.
+	r := runCordon(t, runOpts{dir: wt, env: env}, "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	require.NoError(t, err)
+	require.Empty(t, b)
 
 	sums := map[string][]string{}
 	for _, p := range []string{filepath.Join(common, "hooks"), filepath.Join(common, "info")} {
