@@ -104,6 +104,25 @@ func TestGitWorks(t *testing.T) {
 		assert.Equal(t, 0, r.code, r.stderr)
 	})
 
+	t.Run("repository subdirectory", func(t *testing.T) {
+		// Not under /tmp: the sandbox's /tmp is its own tmpfs, so the
+		// parents of a bind there are the tmpfs's, and git stops its
+		// search for .git at that filesystem boundary.
+		base, err := os.MkdirTemp("/var/tmp", "cordon-git")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(base) })
+		repo := filepath.Join(base, "repo2")
+		newRepo(t, env, repo)
+		sub := filepath.Join(repo, "src")
+		require.NoError(t, os.Mkdir(sub, 0o755))
+		r := runCordon(t, runOpts{dir: sub, env: env}, "--", "sh", "-c",
+			"set -e; echo x > x; git add x; git commit -qm in-subdir; git checkout -q -b b2; git stash list")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "in-subdir\n", hostGit(t, env, repo, "log", "-1", "--format=%s"))
+		r = runCordon(t, runOpts{dir: sub, env: env}, "--", "sh", "-c", `echo x >> ../.git/hooks/pre-commit || git config core.hooksPath /tmp || exit 0; exit 1`)
+		assert.Equal(t, 0, r.code, "the repository's hooks or config were writable from a subdirectory")
+	})
+
 	t.Run("linked worktree", func(t *testing.T) {
 		main := filepath.Join(root, "main")
 		newRepo(t, env, main)
@@ -142,6 +161,13 @@ func TestGitWorks(t *testing.T) {
 		require.Contains(t, string(gitdir), "gitdir: ", "the submodule's git directory is absorbed into the superproject")
 
 		check(t, sub, "a submodule's directory")
+		modgit := filepath.Join(super, ".git", "modules", "sub")
+		for _, dir := range []string{sub, super} {
+			r := runCordon(t, runOpts{dir: dir, env: append([]string{"M=" + modgit}, env...)}, "--", "sh", "-c",
+				`printf '#!/bin/sh\ntouch PWNED\n' > "$M/hooks/pre-commit" || printf '[core]\n\thooksPath=/tmp\n' >> "$M/config" || git -C "$M/../../../sub" config core.hooksPath /tmp || mv "$M/hooks" "$M/h2" || exit 0; exit 1`)
+			assert.Equal(t, 0, r.code, "the submodule's hooks or config were writable from %s", dir)
+		}
+		assert.NoFileExists(t, filepath.Join(modgit, "hooks", "pre-commit"))
 		r0 := deleteBranch(t, sub)
 		assert.Equal(t, 0, r0.code, r0.stderr)
 
