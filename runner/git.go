@@ -31,12 +31,14 @@ import (
 //     is rewrite packed-refs itself (pack-refs, deleting a packed ref):
 //     that would need the host directory writable, which would let the
 //     workload create hooks/ or commondir for the user's next git command.
-//   - A git directory that is its own common directory (a submodule's
-//     <super>/.git/modules/<name> when cordon runs in the submodule, a
-//     repository's .git when cordon runs in a subdirectory) keeps its
+//   - A submodule's git directory (<super>/.git/modules/<name>, when cordon
+//     runs in the submodule) is its own common directory and keeps its
 //     HEAD and index at its top, which git rewrites by rename: it is bound
-//     writable, as it is when cordon runs at the top of the repository,
-//     with its config and hooks protected.
+//     writable, as it is when cordon runs in the superproject, with its
+//     config and hooks protected.
+//   - A repository's .git directory outside the writable tree (cordon run
+//     in a subdirectory) is not bound: the repository may be far wider
+//     than what the user made writable (a home directory kept in git).
 //
 // The files are parsed, never handed to git: git on the host would read
 // the repository's config (core.fsmonitor runs a program). A .git file is
@@ -86,11 +88,10 @@ func gitBindsFor(dir string, rw []string) gitView {
 			v.why = "repository's git directory " + dotgit + " is in the writable tree"
 			return v
 		}
-		if err := v.ownCommon(dotgit); err != nil {
-			v.why = err.Error()
-			return v
-		}
-		v.why = "repository's git directory " + dotgit + " (cordon runs in a subdirectory)"
+		// cordon runs below the repository's top. The repository may be
+		// far wider than what the user made writable (a home directory
+		// kept in git): nothing is bound; run cordon at the top.
+		v.why = "repository's git directory " + dotgit + " is outside the writable tree (cordon runs in a subdirectory): nothing bound"
 	case fi.Mode().IsRegular():
 		gitdir, err := readGitFile(dotgit)
 		if err != nil {
