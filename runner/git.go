@@ -235,12 +235,7 @@ func (v *gitView) linkedWorktree(dotgit, gitdir string, inWritable func(string) 
 		v.protect = append(v.protect, filepath.Join(gitdir, name))
 	}
 	if worktreeConfig(common) {
-		// With extensions.worktreeConfig the user's git reads
-		// config.worktree here: it must exist to be protected.
-		p := filepath.Join(gitdir, "config.worktree")
-		if f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-			f.Close()
-		}
+		ensureEmptyFile(filepath.Join(gitdir, "config.worktree"))
 	}
 	v.protectIfExists(filepath.Join(gitdir, "config.worktree"))
 	v.protectModules(filepath.Join(gitdir, "modules"), 0)
@@ -343,7 +338,12 @@ func mustReal(p string) string {
 // the user's git runs or follows: config, hooks, its link files, and the
 // same in its submodules' and worktrees' git directories.
 func (v *gitView) protectGitdir(d string) {
-	for _, name := range []string{"config", "hooks", "commondir", "config.worktree", "info"} {
+	// info/ is left writable: its attributes and excludes can do nothing
+	// the working tree's .gitattributes and .gitignore cannot.
+	if worktreeConfig(d) {
+		ensureEmptyFile(filepath.Join(d, "config.worktree"))
+	}
+	for _, name := range []string{"config", "hooks", "commondir", "config.worktree"} {
 		v.protectIfExists(filepath.Join(d, name))
 	}
 	v.protectModules(filepath.Join(d, "modules"), 0)
@@ -353,6 +353,15 @@ func (v *gitView) protectGitdir(d string) {
 				v.protectIfExists(filepath.Join(d, "worktrees", w.Name(), name))
 			}
 		}
+	}
+}
+
+// ensureEmptyFile creates p empty unless it exists. With
+// extensions.worktreeConfig the user's git reads config.worktree as
+// config: it must exist to be protected, and an empty one says nothing.
+func ensureEmptyFile(p string) {
+	if f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		f.Close()
 	}
 }
 

@@ -277,6 +277,8 @@ func TestGitWorktreeCannotReachCommonHooksOrConfig(t *testing.T) {
 		{"hooks dir renamed aside", `mv "$C/hooks" "$C/hooks.old"`},
 		{"hooks dir removed", `rm -rf "$C/hooks"`},
 		{"common dir renamed aside", `mv "$C" "$C.old"`},
+		{"hook through a symlink placed in the worktree", `ln -s "$C/hooks" hl && printf '%s' "$EVIL" > hl/pre-push`},
+		{"config through a hard link placed in the worktree", `ln "$C/config" cfg && printf '[core]\n\thooksPath = /tmp\n' >> cfg`},
 		{"worktree's .git file", `printf 'gitdir: %s\n' "$PWD/evilgit" > .git`},
 		{"worktree's .git file by rename", `printf 'gitdir: %s\n' "$PWD/evilgit" > g.new && mv -f g.new .git`},
 		{"worktree's commondir", `printf '%s\n' "$PWD/evilgit" > "$G/commondir"`},
