@@ -47,6 +47,10 @@ type Spec struct {
 	// RW and RO are extra paths bound read-write and read-only at the same
 	// place inside the sandbox.
 	RW, RO []string
+	// ROTry are bound read-only like RO, but one that no longer exists
+	// when bwrap starts is left out (bwrap --ro-bind-try): entries of a
+	// directory listed at start that another program may remove meanwhile.
+	ROTry []string
 	// Net is the network mode; empty means NetHost.
 	Net Net
 	// Exe is the absolute path of a file that must be visible inside the
@@ -69,6 +73,14 @@ type Spec struct {
 	// a mount point cannot be renamed or removed, so no parent can be moved
 	// aside and replaced either. Paths no writable bind holds are left out.
 	Protect []string
+	// Private lists directories replaced by an empty, writable tmpfs
+	// that is discarded with the sandbox, mounted in depth order with the
+	// binds, so binds below it (RW, RO) show through it. It gives a view
+	// whose own directory is writable without that directory on the host
+	// being so: a name created in it never reaches the host (a git common
+	// directory whose lock files must be creatable, while hooks/ or
+	// commondir created beside them must not reach the user's git).
+	Private []string
 	// Privileged means bwrap runs as root. bwrap then keeps the caller's
 	// capabilities in the sandbox unless told otherwise, which would let
 	// the command remount, trace or escape; Args drops them all.
@@ -110,9 +122,19 @@ func (s *Spec) Args() ([]string, error) {
 	for _, p := range s.RO {
 		binds = append(binds, bind{"--ro-bind", p})
 	}
+	for _, p := range s.ROTry {
+		binds = append(binds, bind{"--ro-bind-try", p})
+	}
+	for _, p := range s.Private {
+		binds = append(binds, bind{"--tmpfs", p})
+	}
 	binds = protect(binds, s.Protect)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
 	for _, b := range binds {
+		if b.op == "--tmpfs" {
+			a = append(a, b.op, b.path)
+			continue
+		}
 		a = append(a, b.op, b.path, b.path)
 	}
 	for _, p := range s.Hide {

@@ -296,3 +296,37 @@ func TestSpecArgsProtect(t *testing.T) {
 		"--ro-bind /w/a/b/.cordon.yaml",
 	}, binds)
 }
+
+// TestSpecArgsPrivate: a private tmpfs lands before the binds below it and
+// after those above it, whatever order they were given in, and a Protect
+// path it holds is left alone (nothing on the host to protect there).
+func TestSpecArgsPrivate(t *testing.T) {
+	s := Spec{Dir: "/w", RW: []string{"/c/.git/objects", "/c/.git/worktrees/wt"}, RO: []string{"/c/.git/config", "/c"},
+		Private: []string{"/c/.git"}, Protect: []string{"/c/.git/commondir", "/c/.git/worktrees/wt/gitdir"},
+		Command: []string{"x"}}
+	args, err := s.Args()
+	require.NoError(t, err)
+	var mounts []string
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--bind", "--ro-bind":
+			require.Equal(t, args[i+1], args[i+2])
+			mounts = append(mounts, args[i]+" "+args[i+1])
+			i += 2
+		case "--tmpfs":
+			mounts = append(mounts, args[i]+" "+args[i+1])
+			i++
+		}
+	}
+	assert.Equal(t, []string{
+		"--ro-bind /",
+		"--tmpfs /tmp",
+		"--bind /w",
+		"--ro-bind /c",
+		"--tmpfs /c/.git",
+		"--bind /c/.git/objects",
+		"--ro-bind /c/.git/config",
+		"--bind /c/.git/worktrees/wt",
+		"--ro-bind /c/.git/worktrees/wt/gitdir",
+	}, mounts)
+}

@@ -64,6 +64,9 @@ func (e *ParseError) Error() string {
 //	    message: open a pull request instead
 //	examples:
 //	  - deny: [git, -C, ., push]   # an argv, or a string split into words
+//	env:
+//	  deny: ["*_TOKEN", "AWS_*"]   # variable names removed from the workload's environment
+//	  pass: [ANTHROPIC_API_KEY]    # names kept even when a deny pattern or a default matches
 func Parse(name string, data []byte) (f *File, err error) {
 	defer func() {
 		// The YAML library is third-party code fed untrusted input; a
@@ -268,7 +271,7 @@ func (p *parser) words(n *yaml.Node, what string) ([]string, bool, error) {
 	return nil, false, p.errf(n, "%s: want a string or a list of strings", what)
 }
 
-var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "rules", "examples"}
+var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "env", "rules", "examples"}
 
 // fenceKeys are the top-level keys of a fence config.
 var fenceKeys = map[string]bool{
@@ -325,6 +328,10 @@ func (p *parser) cordon(keys []entry) error {
 				return err
 			}
 			cfg.DenyWritable = b
+		case "env":
+			if err := p.env(e.val); err != nil {
+				return err
+			}
 		case "rules":
 			if err := p.rules(e.val); err != nil {
 				return err
@@ -339,6 +346,54 @@ func (p *parser) cordon(keys []entry) error {
 		default:
 			return &ParseError{File: p.file.Name, Line: e.kline,
 				Msg: fmt.Sprintf("unknown key %q (want %s)", e.key, strings.Join(cordonKeys, ", "))}
+		}
+	}
+	return nil
+}
+
+// env reads the env: section: deny and pass, each a name pattern or a
+// list of them.
+func (p *parser) env(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, "env: want a mapping with deny and pass")
+	}
+	entries, err := p.mapping(n)
+	if err != nil {
+		return err
+	}
+	cfg := &p.file.Config.Env
+	for _, e := range entries {
+		var dst *[]EnvRule
+		switch e.key {
+		case "deny":
+			dst = &cfg.Deny
+		case "pass":
+			dst = &cfg.Pass
+		default:
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("env: unknown key %q (want deny, pass)", e.key)}
+		}
+		if e.val.Kind == yaml.ScalarNode && e.val.Tag == "!!null" {
+			continue
+		}
+		items := []*yaml.Node{e.val}
+		if e.val.Kind == yaml.SequenceNode {
+			items = e.val.Content
+		}
+		for _, item := range items {
+			item = deref(item)
+			what := "env " + e.key
+			name, err := p.str(item, what)
+			if err != nil {
+				return err
+			}
+			if err := CheckEnvPattern(name); err != nil {
+				return p.errf(item, "%s: %v", what, err)
+			}
+			*dst = append(*dst, EnvRule{Pattern: name, Source: p.source(item)})
 		}
 	}
 	return nil

@@ -96,6 +96,9 @@ type Config struct {
 	// sandbox can write, or in memory (a memfd): files the workload could
 	// have written or downloaded itself (policy key deny_writable_exec).
 	DenyWritable bool
+	// Env is the environment scrub (policy key env). With Builtins, the
+	// built-in credential names (BuiltinEnv) are denied too.
+	Env EnvConfig
 }
 
 // WritableRule is the rule a Decide result names when Config.DenyWritable
@@ -197,6 +200,7 @@ func quoteArgv(argv []string) string {
 type Policy struct {
 	def          Decision
 	denyWritable bool
+	env          EnvConfig
 	rules        []Rule
 	// matchers holds one compiled matcher per rule and per distinct
 	// option table among the rule's program alternatives.
@@ -261,6 +265,10 @@ func Compile(cfg Config) (*Policy, error) {
 	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, byName: map[string]*progRules{}}
 	if cfg.Default > Deny {
 		return nil, fmt.Errorf("invalid default %s", cfg.Default)
+	}
+	var err error
+	if p.env, err = compileEnv(cfg.Env, cfg.Builtins); err != nil {
+		return nil, err
 	}
 	if cfg.Builtins {
 		p.rules = append(p.rules, Builtin()...)

@@ -1,6 +1,11 @@
 package runner
 
-import "strings"
+import (
+	"log/slog"
+	"strings"
+
+	"github.com/cordon-sandbox/cordon/policy"
+)
 
 // OwnEnvPrefix starts the name of every environment variable that is
 // cordon's own plumbing or discovery (CORDON_HOST, CORDON_TOKEN,
@@ -21,4 +26,23 @@ func WorkloadEnv(env []string) []string {
 		}
 	}
 	return out
+}
+
+// scrubEnv is the environment a command started by the runner gets:
+// WorkloadEnv's, less the variables pol's env scrub removes (built-in
+// credential names, env deny patterns, unless passed). This is the one
+// place both a one-shot run and every spawn in a session go through,
+// whatever built the environment (the CLI, the daemon's API, a session's
+// carried exports). The names removed, never the values, are logged at
+// debug level. A nil pol removes only cordon's own variables.
+func scrubEnv(env []string, pol *policy.Policy, log *slog.Logger) []string {
+	env = WorkloadEnv(env)
+	if pol == nil {
+		return env
+	}
+	kept, removed := pol.ScrubEnv(env)
+	if len(removed) > 0 && log != nil {
+		log.Debug("environment scrubbed", "removed", strings.Join(removed, ","))
+	}
+	return kept
 }

@@ -48,7 +48,7 @@ const teardownBound = 2 * time.Second
 type Options struct {
 	Argv []string
 	// Env is the command's environment, less cordon's own variables
-	// (WorkloadEnv).
+	// (WorkloadEnv) and what Policy's env scrub removes.
 	Env []string
 	Dir string
 
@@ -145,7 +145,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 			Hide: l.o.Hide, HideFiles: l.o.HideFiles},
 		config: configMsg{
 			Argv: l.o.Argv,
-			Env:  WorkloadEnv(l.o.Env),
+			Env:  scrubEnv(l.o.Env, l.o.Policy, l.log),
 			Dir:  l.o.Dir,
 			Reap: l.o.Isolation == IsolationNone,
 		},

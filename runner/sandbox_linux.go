@@ -65,6 +65,7 @@ type Sandbox struct {
 	waitErr error         // cmd.Wait's result, once waited is closed
 	conn    *frameConn
 	sup     *supervisor.Supervisor
+	pol     *policy.Policy // its env scrub applies to every spawn
 	initPid int
 	// nsInit is a pidfd for bubblewrap's pid 1 in the namespace (or -1).
 	// It becomes readable only once every task of the namespace is gone:
@@ -131,7 +132,7 @@ type SpawnRequest struct {
 	ID   string
 	Argv []string
 	// Env is the process's environment, less cordon's own variables
-	// (WorkloadEnv).
+	// (WorkloadEnv) and what the sandbox policy's env scrub removes.
 	Env []string
 	Dir string
 	// Files[i] becomes descriptor Targets[i] in the process. Spawn sends
@@ -210,7 +211,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 	s.sendMu.Lock()
 	err := s.conn.send(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
-		Argv: toBytes(req.Argv), Env: toBytes(WorkloadEnv(req.Env)), Dir: []byte(req.Dir),
+		Argv: toBytes(req.Argv), Env: toBytes(scrubEnv(req.Env, s.pol, s.log)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),
 	}, fds...)
 	s.sendMu.Unlock()

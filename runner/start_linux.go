@@ -227,6 +227,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		log:    log,
 		warn:   func(msg string) { log.Warn(msg) },
 		bare:   sp.isolation == IsolationNone,
+		pol:    sp.policy,
 		binds:  append(append([]string(nil), sp.box.RW...), sp.box.RO...),
 		conn:   conn,
 		waited: make(chan struct{}),
@@ -300,7 +301,23 @@ func (sp *startSpec) argv() ([]string, error) {
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
+	box = sp.withGit(box)
 	return sandboxArgv(exe, box)
+}
+
+// withGit adds to box what git needs in the working directory (gitView):
+// the one place both one-shot runs and sessions get it.
+func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
+	v := gitBindsFor(box.Dir, box.RW)
+	if sp.log != nil && v.why != "" {
+		sp.log.Debug("git", v.describe()...)
+	}
+	box.RW = append(append([]string{}, box.RW...), v.rw...)
+	box.RO = append(append([]string{}, box.RO...), v.roMust...)
+	box.ROTry = append(append([]string{}, box.ROTry...), v.ro...)
+	box.Private = append(append([]string{}, box.Private...), v.private...)
+	box.Protect = append(append([]string{}, box.Protect...), v.protect...)
+	return box
 }
 
 // checkDir fails when the working directory cannot be the sandbox's: the

@@ -68,13 +68,29 @@ func policyDocument(cfg policy.Config) (string, error) {
 		Ask     string `yaml:"ask,omitempty"`
 		Message string `yaml:"message,omitempty"`
 	}
+	type env struct {
+		Deny []string `yaml:"deny,omitempty"`
+		Pass []string `yaml:"pass,omitempty"`
+	}
 	doc := struct {
 		Version      int    `yaml:"version"`
 		Default      string `yaml:"default"`
 		Defaults     bool   `yaml:"defaults"`
 		DenyWritable bool   `yaml:"deny_writable_exec"`
+		Env          *env   `yaml:"env,omitempty"`
 		Rules        []rule `yaml:"rules"`
 	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}}
+	if len(cfg.Env.Deny)+len(cfg.Env.Pass) > 0 {
+		// The built-in names are not written out: defaults carries them,
+		// and the daemon adds them as it compiles.
+		doc.Env = &env{}
+		for _, r := range cfg.Env.Deny {
+			doc.Env.Deny = append(doc.Env.Deny, r.Pattern)
+		}
+		for _, r := range cfg.Env.Pass {
+			doc.Env.Pass = append(doc.Env.Pass, r.Pattern)
+		}
+	}
 	for _, r := range cfg.Rules {
 		if r.Override {
 			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)

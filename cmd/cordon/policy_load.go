@@ -21,6 +21,7 @@ type ruleFlags struct {
 	def         string
 	noDefaults  bool
 	noWritable  bool
+	envFlags
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
@@ -30,6 +31,7 @@ func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
 	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")
 	fs.BoolVar(&o.noDefaults, "no-defaults", false, "do not apply the built-in deny list of destructive system commands; overrides the policy file's")
 	fs.BoolVar(&o.noWritable, "deny-writable-exec", false, "refuse programs on a writable mount (the working directory, /tmp, --rw paths) or in memory (memfd): what the workload could have written itself; overrides the policy file's deny_writable_exec")
+	addEnvFlags(fs, &o.envFlags)
 }
 
 // effectivePolicy is the policy a run enforces: the loaded file (or the
@@ -47,7 +49,8 @@ type effectivePolicy struct {
 // loadPolicy loads the policy file (--policy, else discovery), checks the
 // file's examples against the file alone, then applies the rule flags:
 //
-//   - --deny and --allow rules are appended after the file's rules;
+//   - --deny and --allow rules are appended after the file's rules, and
+//     --env-deny and --env-pass patterns after the file's env section;
 //   - --default and --no-defaults replace the file's default and defaults
 //     only when given on the command line (fs.Changed).
 //
@@ -93,6 +96,7 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 	for _, r := range o.allow {
 		e.cfg.Rules = append(e.cfg.Rules, policy.Rule{Decision: policy.Allow, Pattern: r, Source: "--allow"})
 	}
+	e.cfg.Env = o.envFlags.apply(e.cfg.Env)
 	if e.pol, err = policy.Compile(e.cfg); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,10 +26,13 @@ the built-in deny list and what set them, then every rule in evaluation
 order with its source: file:line, --deny, --allow or builtin.
 
 Rule flags change what was loaded as they do for a run: --deny and --allow
-rules come after the file's; --default and --no-defaults, when given,
-replace the file's default and defaults.`,
+rules come after the file's, --env-deny and --env-pass patterns after the
+file's env section; --default and --no-defaults, when given, replace the
+file's default and defaults (which also switch the built-in credential
+names of the environment scrub on or off).`,
 		Example: `  cordon policy show
   cordon policy show --policy fence.json
+  cordon policy show --env-pass GITHUB_TOKEN --json | jq .env
   cordon policy show --default deny --allow "git status" --json | jq '.rules[] | select(.source != "builtin")'`,
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
@@ -57,6 +61,20 @@ type shownPolicy struct {
 	BuiltinsFrom string      `json:"builtins_from"`
 	Rules        []shownRule `json:"rules"`
 	Examples     int         `json:"examples"`
+	// Env is the environment scrub: names removed from the sandbox's
+	// environment (built-in credential names first) and names kept anyway.
+	Env shownEnv `json:"env"`
+}
+
+type shownEnv struct {
+	Deny []shownEnvRule `json:"deny"`
+	Pass []shownEnvRule `json:"pass"`
+}
+
+type shownEnvRule struct {
+	Pattern string `json:"pattern"`
+	Source  string `json:"source"`
+	Why     string `json:"why,omitempty"`
 }
 
 type shownRule struct {
@@ -85,6 +103,14 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 		Rules:        []shownRule{},
 		Examples:     len(eff.loaded.File.Config.Examples),
 	}
+	s.Env = shownEnv{Deny: []shownEnvRule{}, Pass: []shownEnvRule{}}
+	env := eff.pol.Env()
+	for _, r := range env.Deny {
+		s.Env.Deny = append(s.Env.Deny, shownEnvRule{Pattern: r.Pattern, Source: r.Source, Why: r.Why})
+	}
+	for _, r := range env.Pass {
+		s.Env.Pass = append(s.Env.Pass, shownEnvRule{Pattern: r.Pattern, Source: r.Source})
+	}
 	for _, r := range eff.pol.Rules() {
 		s.Rules = append(s.Rules, shownRule{Decision: r.Decision.String(), Pattern: r.Pattern,
 			Message: r.Message, Source: r.Source, Override: r.Override})
@@ -106,6 +132,9 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	if s.Examples > 0 {
 		fmt.Fprintf(out, "examples: %d (cordon policy test runs them)\n", s.Examples)
 	}
+	if err := printEnv(out, s.Env); err != nil {
+		return err
+	}
 	if len(s.Rules) == 0 {
 		fmt.Fprintln(out, "rules:    none")
 		return nil
@@ -122,6 +151,33 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 			line += "  # " + r.Message
 		}
 		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}
+
+// printEnv prints the environment scrub: what is removed, what is kept.
+func printEnv(out io.Writer, env shownEnv) error {
+	if len(env.Deny) == 0 {
+		fmt.Fprintln(out, "environment: nothing removed")
+		return nil
+	}
+	fmt.Fprintln(out, "environment: variables removed from the sandbox (unless kept below):")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, r := range env.Deny {
+		line := fmt.Sprintf("  %s\t%s", r.Source, r.Pattern)
+		if r.Why != "" {
+			line += "  # " + r.Why
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(env.Pass) > 0 {
+		fmt.Fprintln(out, "environment: kept even when matched above:")
+		for _, r := range env.Pass {
+			fmt.Fprintf(tw, "  %s\t%s\n", r.Source, r.Pattern)
+		}
 	}
 	return tw.Flush()
 }

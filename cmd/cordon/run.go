@@ -76,12 +76,23 @@ push" matches "git -C dir push origin"). The strictest matching rule wins
 
 An ask rule is answered by --ask: deny (the default), allow, or tty, which
 prompts on cordon's own terminal (never the command's stdin) and denies when
-there is no answer within --ask-timeout.`,
+there is no answer within --ask-timeout.
+
+The command gets your environment less well-known credentials (cloud keys,
+GitHub/GitLab and registry tokens, SSH_AUTH_SOCK: "cordon policy show" lists
+them; --no-defaults keeps them): --env-deny PATTERN removes more, --env-pass
+NAME keeps one the program needs. --debug names what was removed.
+
+In a git linked worktree or a submodule, the repository's objects, refs and
+logs outside the current directory are writable too, so commit, branch,
+stash and rebase work; its hooks and config stay read-only.`,
 		Example: `  cordon run --deny "git push" -- bash
   cordon run --policy ./agent-policy.yaml --ask tty -- bash
   cordon run --net none --rw ~/.cache -- make test
   cordon run --audit audit.jsonl -- ./agent.sh
-  cordon run --timeout 10m -- npm test`,
+  cordon run --timeout 10m -- npm test
+  cordon run --env-pass ANTHROPIC_API_KEY --env-deny '*_TOKEN' -- claude
+  cd ../my-worktree && cordon -- git commit -am wip`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceErrors: true,
 		SilenceUsage:  true,

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/spf13/pflag"
 )
@@ -28,7 +29,7 @@ func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 
 // sandboxChanged reports whether any sandbox flag was given.
 func sandboxChanged(fs *pflag.FlagSet) bool {
-	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "rw", "ro", "net"} {
+	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "env-deny", "env-pass", "rw", "ro", "net"} {
 		if fs.Changed(n) {
 			return true
 		}
@@ -59,4 +60,31 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 		Dir: dir, Env: clientEnv(), Policy: doc,
 		RW: absAll(o.rw), RO: absAll(o.ro), Net: o.net,
 	}, nil
+}
+
+// envFlags are the environment scrub's flags. They fold into the policy's
+// env section (policy.Config.Env), so that a session gets them with its
+// policy document, and "cordon policy show" lists them.
+type envFlags struct {
+	envDeny, envPass []string
+}
+
+func addEnvFlags(fs *pflag.FlagSet, o *envFlags) {
+	fs.StringArrayVar(&o.envDeny, "env-deny", nil, "remove environment variables whose name matches PATTERN from the sandbox (repeatable; * matches any run of characters), e.g. --env-deny '*_TOKEN'")
+	fs.StringArrayVar(&o.envPass, "env-pass", nil, "keep the environment variable NAME (or PATTERN) even when a deny pattern or the built-in credential list removes it (repeatable), e.g. --env-pass GITHUB_TOKEN")
+}
+
+// apply appends the flags' patterns to env, after the policy file's.
+func (o *envFlags) apply(env policy.EnvConfig) policy.EnvConfig {
+	out := policy.EnvConfig{
+		Deny: append([]policy.EnvRule(nil), env.Deny...),
+		Pass: append([]policy.EnvRule(nil), env.Pass...),
+	}
+	for _, p := range o.envDeny {
+		out.Deny = append(out.Deny, policy.EnvRule{Pattern: p, Source: "--env-deny"})
+	}
+	for _, p := range o.envPass {
+		out.Pass = append(out.Pass, policy.EnvRule{Pattern: p, Source: "--env-pass"})
+	}
+	return out
 }

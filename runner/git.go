@@ -1,0 +1,459 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// gitView is what the sandbox needs so that git works in a working
+// directory whose git directory lies outside the writable tree (a linked
+// worktree, a submodule, a subdirectory of a repository), and what must
+// stay read-only in every git directory the sandbox can write:
+//
+//   - A linked worktree's own gitdir (<common>/worktrees/<name>: HEAD,
+//     index, logs/HEAD, rebase state) is bound writable. Its commondir and
+//     gitdir files, which tell the user's git where the repository is, are
+//     protected.
+//   - The common directory is not bound: it is replaced by a private tmpfs
+//     (bwrap.Spec.Private) into which its objects/, refs/ and logs/ are
+//     bound writable and everything else it holds (config, hooks, info,
+//     packed-refs, the main worktree's HEAD and index, other worktrees)
+//     read-only. git's lock files in it (packed-refs.lock, taken for every
+//     ref deletion) are created in the tmpfs; so is anything else the
+//     workload creates there (hooks/, commondir, a config put in place by
+//     rename), and none of it reaches the host. What git cannot do there
+//     is rewrite packed-refs itself (pack-refs, deleting a packed ref):
+//     that would need the host directory writable, which would let the
+//     workload create hooks/ or commondir for the user's next git command.
+//   - A submodule's git directory (<super>/.git/modules/<name>, when cordon
+//     runs in the submodule) is its own common directory and keeps its
+//     HEAD and index at its top, which git rewrites by rename: it is bound
+//     writable, as it is when cordon runs in the superproject, with its
+//     config and hooks protected.
+//   - A repository's .git directory outside the writable tree (cordon run
+//     in a subdirectory) is not bound: the repository may be far wider
+//     than what the user made writable (a home directory kept in git).
+//
+// The files are parsed, never handed to git: git on the host would read
+// the repository's config (core.fsmonitor runs a program). A .git file is
+// the workload's to write, so each link it names is checked from the other
+// side before anything is bound: a worktree's gitdir must name this .git
+// file back, a submodule's gitdir must name this directory as its
+// core.worktree. Anything that does not check out binds nothing (git then
+// fails read-only in the sandbox, as it did without this).
+type gitView struct {
+	rw, ro, private, protect []string
+	// roMust are bound read-only, and bwrap fails if one is missing.
+	roMust []string
+	// why says what was found, or why nothing was bound, for --debug.
+	why string
+}
+
+// gitBindsFor computes the gitView for a sandbox whose working directory is
+// dir and whose other writable binds are rw.
+func gitBindsFor(dir string, rw []string) gitView {
+	var v gitView
+	if dir == "" || filepath.Clean(dir) == "/" {
+		return v
+	}
+	// Paths are compared resolved: the links git writes are.
+	dir = mustReal(dir)
+	writable := []string{dir}
+	for _, w := range rw {
+		writable = append(writable, mustReal(w))
+	}
+	inWritable := func(p string) bool {
+		for _, w := range writable {
+			if within(p, w) {
+				return true
+			}
+		}
+		return false
+	}
+	top, dotgit, fi, ok := findDotGit(dir)
+	if !ok {
+		v.why = "no git repository"
+		return v
+	}
+	switch {
+	case fi.IsDir():
+		if inWritable(dotgit) {
+			v.protectGitdir(dotgit)
+			v.why = "repository's git directory " + dotgit + " is in the writable tree"
+			return v
+		}
+		// cordon runs below the repository's top. The repository may be
+		// far wider than what the user made writable (a home directory
+		// kept in git): nothing is bound; run cordon at the top.
+		v.why = "repository's git directory " + dotgit + " is outside the writable tree (cordon runs in a subdirectory): nothing bound"
+	case fi.Mode().IsRegular():
+		gitdir, err := readGitFile(dotgit)
+		if err != nil {
+			return gitView{why: err.Error()}
+		}
+		// The .git file decides where the user's git looks next time.
+		if inWritable(dotgit) {
+			v.protect = append(v.protect, dotgit)
+		}
+		if inWritable(gitdir) {
+			v.protectGitdir(gitdir)
+			v.why = "git directory " + gitdir + " is in the writable tree"
+			return v
+		}
+		if _, err := os.Lstat(filepath.Join(gitdir, "commondir")); err == nil {
+			if err := v.linkedWorktree(dotgit, gitdir, inWritable); err != nil {
+				return gitView{why: err.Error(), protect: v.protect}
+			}
+			v.why = "linked worktree: gitdir " + gitdir
+			return v
+		}
+		if err := checkSubmodule(top, gitdir); err != nil {
+			return gitView{why: err.Error(), protect: v.protect}
+		}
+		if err := v.ownCommon(gitdir); err != nil {
+			return gitView{why: err.Error(), protect: v.protect}
+		}
+		v.why = "submodule: gitdir " + gitdir
+	default:
+		v.why = dotgit + " is neither a directory nor a regular file: nothing bound"
+	}
+	return v
+}
+
+// findDotGit looks for .git in dir and its parents, as git does.
+func findDotGit(dir string) (top, dotgit string, fi os.FileInfo, ok bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".git")
+		if fi, err := os.Lstat(p); err == nil {
+			return d, p, fi, true
+		}
+		if d == "/" {
+			return "", "", nil, false
+		}
+	}
+}
+
+// readGitFile reads a "gitdir: PATH" file (relative paths are relative to
+// the file's directory) and returns PATH, resolved and clean.
+func readGitFile(p string) (string, error) {
+	b, err := readSmall(p)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", p, err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	target, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "gitdir: ")
+	if !ok || target == "" {
+		return "", fmt.Errorf("%s does not say \"gitdir: PATH\"", p)
+	}
+	return resolveFrom(filepath.Dir(p), target)
+}
+
+// readSmall reads a link file; anything large is not one.
+func readSmall(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 4097)
+	n, err := f.Read(b)
+	if n == len(b) {
+		return nil, errors.New("too large for a link file")
+	}
+	if n == 0 && err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+// resolveFrom makes target absolute (relative to base) and resolves its
+// symbolic links, so that comparisons and binds name the real directory.
+func resolveFrom(base, target string) (string, error) {
+	target = strings.TrimSpace(target)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(base, target)
+	}
+	r, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", target, err)
+	}
+	return filepath.Clean(r), nil
+}
+
+// within reports whether p is root or lies below it.
+func within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
+// isGitdir reports whether d has what every git directory has.
+func isGitdir(d string) bool {
+	for _, e := range []struct {
+		name string
+		dir  bool
+	}{{"HEAD", false}, {"objects", true}, {"refs", true}} {
+		fi, err := os.Lstat(filepath.Join(d, e.name))
+		if err != nil || fi.IsDir() != e.dir {
+			return false
+		}
+	}
+	return true
+}
+
+// linkedWorktree fills v for a linked worktree whose .git file is dotgit
+// and whose gitdir is gitdir.
+func (v *gitView) linkedWorktree(dotgit, gitdir string, inWritable func(string) bool) error {
+	b, err := readSmall(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return fmt.Errorf("reading %s/commondir: %w", gitdir, err)
+	}
+	common, err := resolveFrom(gitdir, strings.TrimRight(string(b), "\r\n"))
+	if err != nil {
+		return err
+	}
+	// The gitdir is the common dir's worktrees/NAME, and names this .git
+	// file back: a .git file the workload rewrote to name another
+	// directory (another worktree's, any repository's) binds nothing.
+	if filepath.Dir(gitdir) != filepath.Join(common, "worktrees") || !isGitdir(common) {
+		return fmt.Errorf("%s is not a worktree of %s: nothing bound", gitdir, common)
+	}
+	back, err := readSmall(filepath.Join(gitdir, "gitdir"))
+	if err != nil {
+		return fmt.Errorf("reading %s/gitdir: %w", gitdir, err)
+	}
+	backPath, err := resolveFrom(gitdir, strings.TrimRight(string(back), "\r\n"))
+	if err != nil || backPath != mustReal(dotgit) {
+		return fmt.Errorf("%s/gitdir does not name %s back: nothing bound", gitdir, dotgit)
+	}
+	v.rw = append(v.rw, gitdir)
+	for _, name := range []string{"commondir", "gitdir"} {
+		v.protect = append(v.protect, filepath.Join(gitdir, name))
+	}
+	if worktreeConfig(common) {
+		ensureEmptyFile(filepath.Join(gitdir, "config.worktree"))
+	}
+	v.protectIfExists(filepath.Join(gitdir, "config.worktree"))
+	v.protectModules(filepath.Join(gitdir, "modules"), 0)
+	if inWritable(common) {
+		v.protectGitdir(common)
+		return nil
+	}
+	return v.privateCommon(common, gitdir)
+}
+
+// privateCommon replaces common by a private view (see gitView): objects,
+// refs and logs writable, everything else read-only, keep (the worktree's
+// own gitdir, bound writable by the caller) left to its bind.
+func (v *gitView) privateCommon(common, keep string) error {
+	// git creates logs/ on the first reflog entry: created in the private
+	// view, reflogs would be discarded with it. packed-refs must exist to
+	// be bound read-only: created in the view, git pack-refs (which gc
+	// runs) would write the refs there and delete the loose ones on the
+	// host, losing every branch. An empty packed-refs is what git reads
+	// when there is none. If either cannot be made, nothing is bound.
+	if err := os.Mkdir(filepath.Join(common, "logs"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating %s/logs: %w: nothing bound", common, err)
+	}
+	if f, err := os.OpenFile(filepath.Join(common, "packed-refs"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating %s/packed-refs: %w: nothing bound", common, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(common, "packed-refs")); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s/packed-refs is not a regular file: nothing bound", common)
+	}
+	entries, err := os.ReadDir(common)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", common, err)
+	}
+	v.private = append(v.private, common)
+	for _, e := range entries {
+		name := e.Name()
+		p := filepath.Join(common, name)
+		switch name {
+		case "objects", "refs", "logs":
+			v.rw = append(v.rw, p)
+		case "packed-refs":
+			// Not ROTry: without it in place, the view is unsafe.
+			v.roMust = append(v.roMust, p)
+		default:
+			if p != keep {
+				v.ro = append(v.ro, p)
+			}
+		}
+	}
+	return nil
+}
+
+// ownCommon fills v for a git directory that is its own common directory,
+// outside the writable tree: bound writable with its config, hooks and
+// link files protected (what a run at the repository's top gets).
+func (v *gitView) ownCommon(gitdir string) error {
+	if !isGitdir(gitdir) {
+		return fmt.Errorf("%s is not a git directory: nothing bound", gitdir)
+	}
+	// hooks/ must exist to be protected: git init makes it, but a clone
+	// of a submodule may not have one, and the workload could create it.
+	if err := os.Mkdir(filepath.Join(gitdir, "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating %s/hooks to protect it: %w: nothing bound", gitdir, err)
+	}
+	v.rw = append(v.rw, gitdir)
+	v.protectGitdir(gitdir)
+	return nil
+}
+
+// checkSubmodule checks that gitdir is the git directory of the submodule
+// checked out at top: it has core.worktree naming top (the user's git
+// sets it when it absorbs a submodule's git directory; the workload
+// cannot write it, config being protected wherever it can write).
+func checkSubmodule(top, gitdir string) error {
+	if !isGitdir(gitdir) {
+		return fmt.Errorf("%s is not a git directory: nothing bound", gitdir)
+	}
+	wt, ok := configValue(filepath.Join(gitdir, "config"), "core", "worktree")
+	if !ok {
+		return fmt.Errorf("%s has no core.worktree naming %s: nothing bound", gitdir, top)
+	}
+	p, err := resolveFrom(gitdir, wt)
+	if err != nil || p != mustReal(top) {
+		return fmt.Errorf("%s's core.worktree does not name %s: nothing bound", gitdir, top)
+	}
+	return nil
+}
+
+// mustReal resolves p's symbolic links, or returns it clean.
+func mustReal(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return filepath.Clean(r)
+	}
+	return filepath.Clean(p)
+}
+
+// protectGitdir protects, in a git directory the sandbox can write, what
+// the user's git runs or follows: config, hooks, its link files, and the
+// same in its submodules' and worktrees' git directories.
+func (v *gitView) protectGitdir(d string) {
+	// info/ is left writable: its attributes and excludes can do nothing
+	// the working tree's .gitattributes and .gitignore cannot.
+	if worktreeConfig(d) {
+		ensureEmptyFile(filepath.Join(d, "config.worktree"))
+	}
+	for _, name := range []string{"config", "hooks", "commondir", "config.worktree"} {
+		v.protectIfExists(filepath.Join(d, name))
+	}
+	v.protectModules(filepath.Join(d, "modules"), 0)
+	if wts, err := os.ReadDir(filepath.Join(d, "worktrees")); err == nil {
+		for _, w := range wts {
+			for _, name := range []string{"commondir", "gitdir", "config.worktree"} {
+				v.protectIfExists(filepath.Join(d, "worktrees", w.Name(), name))
+			}
+		}
+	}
+}
+
+// ensureEmptyFile creates p empty unless it exists. With
+// extensions.worktreeConfig the user's git reads config.worktree as
+// config: it must exist to be protected, and an empty one says nothing.
+func ensureEmptyFile(p string) {
+	if f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		f.Close()
+	}
+}
+
+// protectModules protects the git directories under a modules/ directory.
+// A submodule's name may hold slashes, so a directory that is not a git
+// directory is searched further (to a bound depth).
+func (v *gitView) protectModules(dir string, depth int) {
+	if depth > 8 {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if isGitdir(p) {
+			v.protectGitdir(p)
+		} else {
+			v.protectModules(p, depth+1)
+		}
+	}
+}
+
+func (v *gitView) protectIfExists(p string) {
+	if _, err := os.Lstat(p); err == nil && !slices.Contains(v.protect, p) {
+		v.protect = append(v.protect, p)
+	}
+}
+
+// worktreeConfig reports whether common's config turns on
+// extensions.worktreeConfig.
+func worktreeConfig(common string) bool {
+	v, ok := configValue(filepath.Join(common, "config"), "extensions", "worktreeconfig")
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1", "":
+		return true
+	}
+	return false
+}
+
+// configValue reads the last value of section.key from a git config file
+// (section and key compared case-insensitively; no subsections, includes
+// or quoting beyond a plain value). It is enough for the two keys read
+// here, which git writes itself in that plain form.
+func configValue(file, section, key string) (string, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", false
+	}
+	var cur, val string
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			cur = strings.ToLower(strings.TrimSpace(line[1:end]))
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		if !strings.EqualFold(cur, section) {
+			continue
+		}
+		k, v, hasEq := strings.Cut(line, "=")
+		if !strings.EqualFold(strings.TrimSpace(k), key) {
+			continue
+		}
+		val, found = "", true
+		if hasEq {
+			val = strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return val, found
+}
+
+// describe is the view for --debug.
+func (v gitView) describe() []any {
+	return []any{"found", v.why, "rw", v.rw, "ro", append(append([]string{}, v.roMust...), v.ro...),
+		"private", v.private, "protect", v.protect}
+}
