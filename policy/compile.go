@@ -39,11 +39,24 @@ type matcher struct {
 	// options, abbreviated subcommands, extra words between positional
 	// words). Allow rules match only what is written.
 	liberal bool
-	tool    *tool
-	pos     []posPat
-	segs    []segment // pos split at the places words may be skipped
-	opts    []optPat
-	keys    []keyPat
+	// strict is set for allow rules that name arguments, and for any rule
+	// ending in "$": every option and positional word of the exec must be
+	// one the rule names (see widen, anyOpts, rest).
+	strict bool
+	// rest is set when the rule ends in "...": positional words may follow
+	// the last one it names.
+	rest bool
+	// anyOpts is set by "..." anywhere in the rule or by the [options]
+	// placeholder: a strict rule then accepts options it does not name.
+	anyOpts bool
+	// end is set by a trailing "$": no words beyond those the rule names,
+	// whatever the decision.
+	end  bool
+	tool *tool
+	pos  []posPat
+	segs []segment // pos split at the places words may be skipped
+	opts []optPat
+	keys []keyPat
 }
 
 // segment is a run of positional patterns [from, to) that must match
@@ -123,7 +136,7 @@ type progRef struct {
 
 // compileRule compiles r (rule index i in the policy) into its program
 // alternatives and one matcher per distinct option table.
-func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
+func compileRule(r *Rule, i int32, ts toolSet) ([]progRef, []matcher, error) {
 	words, err := splitWords(r.Pattern)
 	if err != nil {
 		return nil, nil, err
@@ -141,7 +154,7 @@ func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
 		byT  = map[*tool]int{}
 	)
 	for _, pw := range progWords {
-		ref, t, err := compileProgram(pw)
+		ref, t, err := compileProgram(pw, ts)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -153,7 +166,13 @@ func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
 			}
 			m.rule = i
 			m.rank = rankOf(r)
-			m.liberal = m.rank == rankDeny || m.rank == rankAsk
+			// Deny and ask rules match loosely, so that no spelling evades
+			// them; allow rules match strictly, so that an exception never
+			// lets through more than it names. A bare program allow rule
+			// ("allow: ls") allows the program with any arguments; "$"
+			// makes any rule exact.
+			m.liberal = (m.rank == rankDeny || m.rank == rankAsk) && !m.end
+			m.strict = m.end || (!m.liberal && len(words) > 1)
 			m.segment()
 			j = len(ms)
 			byT[t] = j
@@ -165,7 +184,7 @@ func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
 	return refs, ms, nil
 }
 
-func compileProgram(w word) (progRef, *tool, error) {
+func compileProgram(w word, ts toolSet) (progRef, *tool, error) {
 	switch {
 	case w.text == "":
 		return progRef{}, nil, errors.New("empty program name")
@@ -181,13 +200,13 @@ func compileProgram(w word) (progRef, *tool, error) {
 		}
 		t := heuristicTool
 		if i := strings.LastIndexByte(w.text, '/'); g.isLit() || noMeta(w, i+1) {
-			t = toolFor(w.text[i+1:])
+			t = ts.get(w.text[i+1:])
 		}
 		return progRef{g: g, path: true}, t, nil
 	}
 	t := heuristicTool
 	if g.isLit() {
-		t = toolFor(g.lit)
+		t = ts.get(g.lit)
 	}
 	return progRef{g: g}, t, nil
 }
@@ -201,6 +220,10 @@ func noMeta(w word, from int) bool {
 	}
 	return true
 }
+
+// optionsPlaceholder, written in a rule, accepts any options: "allow: ls
+// [options] src" allows "ls -la src" but not "ls src other".
+const optionsPlaceholder = "[options]"
 
 type wordClass uint8
 
@@ -252,6 +275,24 @@ func compileArgs(words []word, t *tool) (matcher, error) {
 		}
 		if w.bare("...") {
 			gap = true
+			m.anyOpts = true
+			if i == len(words)-1 || (i == len(words)-2 && words[i+1].bare("$")) {
+				m.rest = true
+			}
+			continue
+		}
+		if w.bare("$") {
+			if i != len(words)-1 {
+				return m, errors.New(`"$" ends a rule: it must be the last word (quote it to match a literal $)`)
+			}
+			if m.rest {
+				return m, errors.New(`"... $" contradicts itself: "..." allows further words, "$" forbids them`)
+			}
+			m.end = true
+			continue
+		}
+		if !endOpts && w.bare(optionsPlaceholder) {
+			m.anyOpts = true
 			continue
 		}
 		alts, err := expand(w)

@@ -70,6 +70,27 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 
 // match reports whether the classified arguments satisfy m.
 func (m *matcher) match(a *args) bool {
+	if m.strict && len(m.keys) > 0 {
+		// A word a KEY= test names (dd if=x) is accounted for by the test,
+		// not by the positional patterns.
+		var pbuf [maxStackArgs]int32
+		b := *a
+		b.pos = pbuf[:0]
+		for _, i := range a.pos {
+			if !m.keyWord(a.v[i]) {
+				b.pos = append(b.pos, i)
+			}
+		}
+		b.sub = ""
+		if len(b.pos) > 0 {
+			b.sub = m.tool.canonical(b.v[b.pos[0]])
+		}
+		return m.matchAll(&b)
+	}
+	return m.matchAll(a)
+}
+
+func (m *matcher) matchAll(a *args) bool {
 	if !m.matchPos(a) {
 		return false
 	}
@@ -83,7 +104,37 @@ func (m *matcher) match(a *args) bool {
 			return false
 		}
 	}
+	if m.strict && !m.anyOpts {
+		// Every option of the exec must be one the rule names.
+		for i, k := range a.kind {
+			if k == kOpt && !m.namesOpt(a, i) {
+				return false
+			}
+		}
+	}
 	return true
+}
+
+// namesOpt reports whether one of m's option patterns matches option word i.
+func (m *matcher) namesOpt(a *args, i int) bool {
+	for j := range m.opts {
+		for k := range m.opts[j].alts {
+			if m.opts[j].alts[k].matchAt(a, m.tool, m.liberal, i) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyWord reports whether w is a word one of m's KEY= tests matches.
+func (m *matcher) keyWord(w string) bool {
+	for i := range m.keys {
+		if m.keys[i].matchWord(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchPos matches the positional patterns in order, segment by segment.
@@ -110,6 +161,20 @@ func (m *matcher) matchPos(a *args) bool {
 			return false
 		}
 		cur += n
+	}
+	if m.strict && !m.rest && cur != len(a.pos) {
+		// A strict rule names every positional word. Its last segment
+		// after a "..." may match later than its earliest place: try it
+		// at the end.
+		if len(m.segs) == 0 {
+			return false
+		}
+		sg := m.segs[len(m.segs)-1]
+		n := sg.to - sg.from
+		s := len(a.pos) - n
+		if !sg.gap || s < cur-n || !m.segAt(a, sg, s) {
+			return false
+		}
 	}
 	return true
 }
@@ -160,67 +225,62 @@ func (o *optAlt) match(a *args, t *tool, liberal bool) bool {
 	if o.letters != "" && liberal && o.clustered(a) {
 		return true
 	}
-	for i, k := range a.kind {
-		if k != kOpt {
-			continue
-		}
-		tok := a.v[i]
-		name, val, hasEq := tok, "", false
-		if e := int(a.eq[i]); e >= 0 {
-			if e == 1<<15-1 {
-				e = strings.IndexByte(tok, '=')
-			}
-			name, val, hasEq = tok[:e], tok[e+1:], true
-		}
-		if t.dashes && strings.HasPrefix(name, "--") {
-			name = name[1:]
-		}
-		if !o.name.match(name) {
-			switch {
-			case o.short && isCluster(tok):
-				// -nVALUE: a short option with its value attached; and, for
-				// deny and ask rules of programs that cluster short options,
-				// -xzf: a cluster containing the letter.
-				cl := liberal && t.cluster
-				j := strings.IndexByte(clusterLetters(tok), o.name.lit[1])
-				if j < 0 || (j > 0 && !cl) {
-					continue
-				}
-				if !o.hasVal {
-					if cl {
-						return true
-					}
-					continue
-				}
-				if rest := strings.TrimPrefix(tok[2+j:], "="); rest != "" {
-					if o.valMatch(rest) {
-						return true
-					}
-				} else if o.nextMatches(a, i) {
-					return true
-				}
-				continue
-			case liberal && t.abbrev && o.name.isLit() && len(name) > 2 && name[1] == '-' && strings.HasPrefix(o.name.lit, name):
-				// --forc for --force: an unambiguous abbreviation to the
-				// program, and an ambiguous one fails there harmlessly.
-			default:
-				continue
-			}
-		}
-		if !o.hasVal {
-			return true
-		}
-		if hasEq {
-			if o.valMatch(val) {
-				return true
-			}
-			continue
-		}
-		if o.nextMatches(a, i) {
+	for i := range a.kind {
+		if o.matchAt(a, t, liberal, i) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchAt reports whether argument i is the option o.
+func (o *optAlt) matchAt(a *args, t *tool, liberal bool, i int) bool {
+	if a.kind[i] != kOpt {
+		return false
+	}
+	tok := a.v[i]
+	name, val, hasEq := tok, "", false
+	if e := int(a.eq[i]); e >= 0 {
+		if e == 1<<15-1 {
+			e = strings.IndexByte(tok, '=')
+		}
+		name, val, hasEq = tok[:e], tok[e+1:], true
+	}
+	if t.dashes && strings.HasPrefix(name, "--") {
+		name = name[1:]
+	}
+	if !o.name.match(name) {
+		switch {
+		case o.short && isCluster(tok):
+			// -nVALUE: a short option with its value attached; and, for
+			// deny and ask rules of programs that cluster short options,
+			// -xzf: a cluster containing the letter.
+			cl := liberal && t.cluster
+			j := strings.IndexByte(clusterLetters(tok), o.name.lit[1])
+			if j < 0 || (j > 0 && !cl) {
+				return false
+			}
+			if !o.hasVal {
+				return cl
+			}
+			if rest := strings.TrimPrefix(tok[2+j:], "="); rest != "" {
+				return o.valMatch(rest)
+			}
+			return o.nextMatches(a, i)
+		case liberal && t.abbrev && o.name.isLit() && len(name) > 2 && name[1] == '-' && strings.HasPrefix(o.name.lit, name):
+			// --forc for --force: an unambiguous abbreviation to the
+			// program, and an ambiguous one fails there harmlessly.
+		default:
+			return false
+		}
+	}
+	if !o.hasVal {
+		return true
+	}
+	if hasEq {
+		return o.valMatch(val)
+	}
+	return o.nextMatches(a, i)
 }
 
 // nextMatches reports whether the argument after option i is a value that
@@ -275,20 +335,24 @@ func clusterLetters(s string) string {
 
 func (k *keyPat) match(a *args) bool {
 	for i, kd := range a.kind {
-		if kd != kPos && kd != kVal {
-			continue
-		}
-		s := a.v[i]
-		if !strings.HasPrefix(s, k.key) {
-			continue
-		}
-		if len(k.vals) == 0 {
+		if (kd == kPos || kd == kVal) && k.matchWord(a.v[i]) {
 			return true
 		}
-		for j := range k.vals {
-			if k.vals[j].match(s[len(k.key):]) {
-				return true
-			}
+	}
+	return false
+}
+
+// matchWord reports whether s is KEY=value with a value k accepts.
+func (k *keyPat) matchWord(s string) bool {
+	if !strings.HasPrefix(s, k.key) {
+		return false
+	}
+	if len(k.vals) == 0 {
+		return true
+	}
+	for j := range k.vals {
+		if k.vals[j].match(s[len(k.key):]) {
+			return true
 		}
 	}
 	return false

@@ -268,7 +268,7 @@ func (p *parser) words(n *yaml.Node, what string) ([]string, bool, error) {
 	return nil, false, p.errf(n, "%s: want a string or a list of strings", what)
 }
 
-var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "rules", "examples"}
+var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "rules", "examples", "programs"}
 
 // fenceKeys are the top-level keys of a fence config.
 var fenceKeys = map[string]bool{
@@ -333,6 +333,10 @@ func (p *parser) cordon(keys []entry) error {
 			if err := p.examples(e.val); err != nil {
 				return err
 			}
+		case "programs":
+			if err := p.programs(e.val); err != nil {
+				return err
+			}
 		case "command":
 			return &ParseError{File: p.file.Name, Line: e.kline,
 				Msg: `"command" is a fence key and cannot be mixed with cordon's keys`}
@@ -392,7 +396,7 @@ func (p *parser) rules(n *yaml.Node) error {
 		if have == "" {
 			return p.errf(item, "%s: no decision (want one of deny, allow, ask)", what)
 		}
-		if _, _, err := compileRule(&r, 0); err != nil {
+		if _, _, err := compileRule(&r, 0, nil); err != nil {
 			return p.errf(item, "%s: %s %q: %v", what, r.Decision, r.Pattern, err)
 		}
 		p.file.Config.Rules = append(p.file.Config.Rules, r)
@@ -513,7 +517,7 @@ func (p *parser) fenceCommand(n *yaml.Node) error {
 				if e.key == "allow" {
 					r.Decision, r.Override = Allow, true
 				}
-				if _, _, err := compileRule(&r, 0); err != nil {
+				if _, _, err := compileRule(&r, 0, nil); err != nil {
 					return p.errf(c, "command.%s: %q: %v", e.key, s, err)
 				}
 				if r.Override {

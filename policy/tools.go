@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // tool describes how one program parses its command line, as far as rule
 // matching needs to know. Programs without an entry use heuristicTool.
@@ -234,4 +237,65 @@ func isVersioned(name, prefix string) bool {
 var programAliases = map[string][]string{
 	"pip":  {"pip3"},
 	"pip3": {"pip"},
+}
+
+// toolSet holds the option tables a policy gives, by program name; nil
+// means the built-in ones only.
+type toolSet map[string]*tool
+
+// get returns the table for program name: the policy's, else the built-in
+// one, else the heuristic.
+func (ts toolSet) get(name string) *tool {
+	if t := ts[name]; t != nil {
+		return t
+	}
+	return toolFor(name)
+}
+
+// newToolSet compiles a policy's option tables. A table for a program with
+// a built-in one extends it: the policy can add options, never remove the
+// ones cordon knows.
+func newToolSet(defs map[string]ToolOptions) (toolSet, error) {
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	ts := toolSet{}
+	for name, d := range defs {
+		if err := checkToolOptions(name, d); err != nil {
+			return nil, err
+		}
+		base := toolFor(name)
+		t := *base
+		t.before = union(base.before, d.Global)
+		t.anywhere = union(base.anywhere, d.Values)
+		t.sub = base.sub || d.Subcommands || len(d.Global) > 0
+		ts[name] = &t
+	}
+	return ts, nil
+}
+
+// checkToolOptions checks one program's option table.
+func checkToolOptions(name string, d ToolOptions) error {
+	if name == "" || strings.ContainsAny(name, "/*?{}, \t") {
+		return fmt.Errorf("programs: %q: want a program's name (no path, no glob)", name)
+	}
+	for _, l := range [][]string{d.Values, d.Global} {
+		for _, o := range l {
+			if len(o) < 2 || o[0] != '-' || o == "--" || strings.ContainsAny(o, "= \t") {
+				return fmt.Errorf("programs: %s: %q is not an option name (want -x or --name, without =)", name, o)
+			}
+		}
+	}
+	return nil
+}
+
+func union(s set, add []string) set {
+	out := set{}
+	for k := range s {
+		out[k] = true
+	}
+	for _, o := range add {
+		out[o] = true
+	}
+	return out
 }

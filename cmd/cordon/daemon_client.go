@@ -74,7 +74,10 @@ func policyDocument(cfg policy.Config) (string, error) {
 		Defaults     bool   `yaml:"defaults"`
 		DenyWritable bool   `yaml:"deny_writable_exec"`
 		Rules        []rule `yaml:"rules"`
-	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}}
+		// Programs carries the policy's option tables: without them the
+		// daemon would read the same rules with other meanings.
+		Programs map[string]policy.ToolOptions `yaml:"programs,omitempty"`
+	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}, Programs: cfg.Tools}
 	for _, r := range cfg.Rules {
 		if r.Override {
 			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)
