@@ -53,10 +53,14 @@ type matcher struct {
 	// whatever the decision.
 	end  bool
 	tool *tool
-	pos  []posPat
-	segs []segment // pos split at the places words may be skipped
-	opts []optPat
-	keys []keyPat
+	// meaning, when set, replaces the patterns: the rule names a meaning
+	// (@git-force-push), checked for program mprog.
+	meaning *meaning
+	mprog   string
+	pos     []posPat
+	segs    []segment // pos split at the places words may be skipped
+	opts    []optPat
+	keys    []keyPat
 }
 
 // segment is a run of positional patterns [from, to) that must match
@@ -70,6 +74,9 @@ type segment struct {
 // whatever the subcommand is (or is not indexable: an abbreviable or glob
 // subcommand, a leading "...", no positional word).
 func (m *matcher) subKey() []string {
+	if m.meaning != nil {
+		return nil
+	}
 	if !m.tool.sub || len(m.pos) == 0 || len(m.segs) == 0 || m.segs[0].gap || (m.liberal && m.tool.abbrevSub) {
 		return nil
 	}
@@ -144,6 +151,9 @@ func compileRule(r *Rule, i int32, ts toolSet) ([]progRef, []matcher, error) {
 	if len(words) == 0 {
 		return nil, nil, ErrEmptyRule
 	}
+	if w := words[0]; len(w.text) > 1 && w.meta(0, '@') {
+		return compileMeaning(r, i, words, ts)
+	}
 	progWords, err := expand(words[0])
 	if err != nil {
 		return nil, nil, fmt.Errorf("program: %w", err)
@@ -180,6 +190,31 @@ func compileRule(r *Rule, i int32, ts toolSet) ([]progRef, []matcher, error) {
 		}
 		ref.matcher = j
 		refs = append(refs, ref)
+	}
+	return refs, ms, nil
+}
+
+// compileMeaning compiles a rule naming a meaning: one matcher per program
+// the meaning applies to.
+func compileMeaning(r *Rule, i int32, words []word, ts toolSet) ([]progRef, []matcher, error) {
+	name := words[0].text[1:]
+	mn := meanings[name]
+	if mn == nil {
+		names := make([]string, 0, len(meanings))
+		for _, m := range Meanings() {
+			names = append(names, "@"+m[0])
+		}
+		return nil, nil, fmt.Errorf("unknown meaning %q (want one of %s)", words[0].text, strings.Join(names, ", "))
+	}
+	if len(words) > 1 {
+		return nil, nil, fmt.Errorf("a meaning (%s) stands alone: it takes no further words", words[0].text)
+	}
+	var refs []progRef
+	var ms []matcher
+	for j, prog := range mn.progs {
+		m := matcher{rule: i, rank: rankOf(r), tool: ts.get(prog), meaning: mn, mprog: prog}
+		ms = append(ms, m)
+		refs = append(refs, progRef{g: glob{lit: prog}, matcher: j})
 	}
 	return refs, ms, nil
 }

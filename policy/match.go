@@ -70,6 +70,9 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 
 // match reports whether the classified arguments satisfy m.
 func (m *matcher) match(a *args) bool {
+	if m.meaning != nil {
+		return m.meaning.match(m.mprog, a)
+	}
 	if m.strict && len(m.keys) > 0 {
 		// A word a KEY= test names (dd if=x) is accounted for by the test,
 		// not by the positional patterns.
