@@ -16,10 +16,15 @@ const (
 	rankAsk
 	rankDeny
 	rankOverride
+	// rankFinal is a deny that no override lifts: fence's ssh deniedHosts
+	// and deniedCommands, which fence checks before its allowed lists.
+	rankFinal
 )
 
 func rankOf(r *Rule) rank {
 	switch {
+	case r.Final && r.Decision == Deny:
+		return rankFinal
 	case r.Override && r.Decision == Allow:
 		return rankOverride
 	case r.Decision == Deny:
@@ -77,7 +82,7 @@ func (m *matcher) subKey() []string {
 	if m.meaning != nil {
 		return nil
 	}
-	if !m.tool.sub || len(m.pos) == 0 || len(m.segs) == 0 || m.segs[0].gap || (m.liberal && m.tool.abbrevSub) {
+	if !m.tool.sub || m.tool.host || len(m.pos) == 0 || len(m.segs) == 0 || m.segs[0].gap || (m.liberal && m.tool.abbrevSub) {
 		return nil
 	}
 	var out []string
@@ -375,12 +380,15 @@ func compileArgs(words []word, t *tool) (matcher, error) {
 			gap = false
 			for _, a := range alts {
 				g := compileGlob(a, 0, len(a.text))
-				if len(m.pos) == 0 && t.sub && g.isLit() {
+				if len(m.pos) == 0 && t.sub && g.isLit() && !t.host {
 					g.lit = t.canonical(g.lit)
 				}
 				pp.alts = append(pp.alts, g)
 			}
 			m.pos = append(m.pos, pp)
+			if t.stopAfter > 0 && len(m.pos) >= t.stopAfter {
+				endOpts = true
+			}
 		}
 	}
 	return m, nil

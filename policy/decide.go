@@ -107,6 +107,9 @@ func (d *decider) exec(e *Exec, depth int) {
 	}
 	d.named(base, prog, e.Argv)
 	d.calledAs(e, base, prog, false)
+	if sshCarriers[base] {
+		d.remoteHosts(base, e.Argv)
+	}
 	if isPython(base) {
 		if mod, argv := pythonModule(e.Argv); mod != "" {
 			if d.tooDeep(depth) {
@@ -115,7 +118,7 @@ func (d *decider) exec(e *Exec, depth int) {
 			d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
 		}
 	}
-	if identity && d.best < rankOverride {
+	if identity && d.best < rankFinal {
 		d.identify(base, e.Argv, nil)
 	}
 }
@@ -162,7 +165,7 @@ func (d *decider) multiCall(e *Exec, mc *multiCallProg, proven bool, base, prog 
 	}
 	d.named(base, prog, e.Argv)
 	d.calledAs(e, base, prog, true)
-	if identity && d.best < rankOverride {
+	if identity && d.best < rankFinal {
 		if proven {
 			d.identify(base, e.Argv, mc)
 		} else {
@@ -346,6 +349,9 @@ func (d *decider) runArgs(ms []int32, a *args) {
 func toolArgs(t *tool, argv []string) []string {
 	if t.gitLike {
 		return gitArgs(argv)
+	}
+	if t.host {
+		return sshArgs(t, argv)
 	}
 	if len(argv) == 0 {
 		return nil

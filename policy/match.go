@@ -49,7 +49,7 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 			kind = append(kind, kOpt)
 			e := strings.IndexByte(s, '=')
 			eq = append(eq, int16(min(e, 1<<15-1)))
-			if e < 0 && i+1 < len(v) && t.takesValue(s, beforeSub) {
+			if e < 0 && i+1 < len(v) && (t.takesValue(s, beforeSub) || t.clusterTakesValue(s, beforeSub)) {
 				i++
 				kind = append(kind, kVal)
 				eq = append(eq, -1)
@@ -60,6 +60,9 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 		eq = append(eq, -1)
 		pos = append(pos, int32(i))
 		beforeSub = false
+		if t.stopAfter > 0 && len(pos) >= t.stopAfter {
+			endOpts = true
+		}
 	}
 	a := args{v: v, kind: kind, pos: pos, eq: eq}
 	if len(pos) > 0 {
@@ -106,6 +109,9 @@ func (m *matcher) matchAll(a *args) bool {
 		if !m.keys[i].match(a) {
 			return false
 		}
+	}
+	if m.strict && m.tool.host && (!remoteIsPlain(a) || sshRedirects(a)) {
+		return false
 	}
 	if m.strict && !m.anyOpts {
 		// Every option of the exec must be one the rule names.
@@ -187,6 +193,12 @@ func (m *matcher) segAt(a *args, sg segment, s int) bool {
 	for k := sg.from; k < sg.to; k++ {
 		i := s + k - sg.from
 		if i == 0 && m.tool.sub {
+			if m.tool.host {
+				if !m.matchHost(a, &m.pos[k]) {
+					return false
+				}
+				continue
+			}
 			if !m.pos[k].matchWord(a.sub, m.liberal && m.tool.abbrevSub) {
 				return false
 			}
@@ -359,4 +371,96 @@ func (k *keyPat) matchWord(s string) bool {
 		}
 	}
 	return false
+}
+
+// matchHost matches a destination pattern: against the host alone and the
+// word as written; for deny and ask rules, also against every host the
+// connection may go through or to instead (-J, -o ProxyJump=, -o
+// HostName=).
+func (m *matcher) matchHost(a *args, p *posPat) bool {
+	if p.matchWord(a.sub, false) || p.matchWord(a.v[a.pos[0]], false) {
+		return true
+	}
+	if !m.liberal {
+		return false
+	}
+	for i, k := range a.kind {
+		if k != kOpt {
+			continue
+		}
+		s := a.v[i]
+		var val string
+		switch {
+		case s == "-J" || s == "-o":
+			if i+1 >= len(a.v) {
+				continue
+			}
+			val = a.v[i+1]
+			if s == "-o" {
+				val = sshOptionHosts(val)
+			}
+		case strings.HasPrefix(s, "-J"):
+			val = s[2:]
+		case strings.HasPrefix(s, "-o"):
+			val = sshOptionHosts(s[2:])
+		default:
+			continue
+		}
+		for val != "" {
+			h := val
+			if j := strings.IndexAny(val, ", "); j >= 0 {
+				h, val = val[:j], val[j+1:]
+			} else {
+				val = ""
+			}
+			if h != "" && (p.matchWord(hostOf(h), false) || p.matchWord(h, false)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sshRedirects reports whether ssh's options send the connection somewhere
+// other than the destination as written: a jump host, or HostName,
+// ProxyJump or ProxyCommand given with -o. An allow rule for a host does
+// not match such a command line.
+func sshRedirects(a *args) bool {
+	for i, k := range a.kind {
+		if k != kOpt {
+			continue
+		}
+		s := a.v[i]
+		o := ""
+		switch {
+		case strings.HasPrefix(s, "-J"):
+			return true
+		case s == "-o" && i+1 < len(a.v):
+			o = a.v[i+1]
+		case strings.HasPrefix(s, "-o"):
+			o = s[2:]
+		}
+		if j := strings.IndexAny(o, "= \t"); j > 0 {
+			switch strings.ToLower(o[:j]) {
+			case "hostname", "proxyjump", "proxycommand":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sshOptionHosts returns the hosts an ssh -o option names when it is
+// ProxyJump or HostName (KEY=VALUE or KEY VALUE, keys case-insensitive),
+// or "".
+func sshOptionHosts(o string) string {
+	j := strings.IndexAny(o, "= \t")
+	if j < 0 {
+		return ""
+	}
+	k := o[:j]
+	if !strings.EqualFold(k, "ProxyJump") && !strings.EqualFold(k, "HostName") {
+		return ""
+	}
+	return strings.TrimLeft(o[j:], "= \t")
 }

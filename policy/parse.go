@@ -471,18 +471,29 @@ func (p *parser) examples(n *yaml.Node) error {
 // override its deny entries, so they become Override rules. Other sections
 // are reported as warnings: cordon does not enforce them.
 func (p *parser) fence(keys []entry) error {
+	var ssh *yaml.Node
 	for _, e := range keys {
 		switch e.key {
 		case "command":
 			if err := p.fenceCommand(e.val); err != nil {
 				return err
 			}
+		case "ssh":
+			ssh = e.val
 		case "$schema":
 		case "extends":
 			p.warnf(e.kline, "fence key %q is not followed: only this file's command rules apply", e.key)
 		default:
-			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command rules", e.key)
+			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command and ssh rules", e.key)
 		}
+	}
+	if cfg := &p.file.Config; cfg.Builtins {
+		// useDefaults (on unless turned off) means fence's own default
+		// list, as well as cordon's.
+		cfg.Rules = append(fenceDefaults(), cfg.Rules...)
+	}
+	if ssh != nil {
+		return p.fenceSSH(ssh, keys)
 	}
 	return nil
 }

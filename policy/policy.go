@@ -64,6 +64,10 @@ type Rule struct {
 	// (fence's command.allow "overrides a matching deny rule"); cordon's own
 	// format always uses strictest-wins.
 	Override bool
+	// Final marks a deny rule that wins over Override rules too. Only
+	// fence's ssh section produces such rules: fence checks its denied
+	// hosts and commands before its allowed ones.
+	Final bool
 }
 
 // String renders the rule as it appears in a denial line: deny "git push".

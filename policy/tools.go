@@ -36,6 +36,15 @@ type tool struct {
 	// gitLike enables git's argv[0] dispatch (git-push) and expansion of
 	// aliases defined on the command line with -c alias.NAME=VALUE.
 	gitLike bool
+	// stopAfter, when not 0, ends option parsing once that many
+	// positional words were seen: ssh's destination and the first word of
+	// the remote command, after which every word is the remote command's.
+	stopAfter int
+	// host means the first positional word is a destination host
+	// ([user@]host, ssh://[user@]host[:port]): rules match it by the host
+	// alone or as written, and deny rules also by the jump hosts and
+	// HostName options that make the connection go elsewhere.
+	host bool
 }
 
 type set map[string]bool
@@ -59,6 +68,9 @@ func (t *tool) takesValue(o string, beforeSub bool) bool {
 
 // canonical returns the canonical name of subcommand s.
 func (t *tool) canonical(s string) string {
+	if t.host {
+		return hostOf(s)
+	}
 	if c, ok := t.aliases[s]; ok {
 		return c
 	}
@@ -188,21 +200,60 @@ var (
 	}
 )
 
+// ssh and the programs that connect through it (ssh(1), scp(1), sftp(1),
+// rsync(1)), and systemd's control programs (systemctl(1), loginctl(1)).
+var (
+	sshTool = &tool{
+		anywhere: setOf(`-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -P -p -Q -R -S -W -w`),
+		cluster:  true, sub: true, host: true, stopAfter: 2,
+	}
+	scpTool   = &tool{anywhere: setOf(`-c -D -F -i -J -l -o -P -S -X`), cluster: true}
+	sftpTool  = &tool{anywhere: setOf(`-B -b -c -D -F -i -J -l -o -P -R -S -s -X`), cluster: true}
+	rsyncTool = &tool{
+		anywhere: setOf(`-e --rsh --rsync-path -f --filter --exclude --include
+			--exclude-from --include-from --files-from -T --temp-dir --backup-dir
+			--suffix --chmod --chown --log-file --password-file -M --remote-option
+			--compare-dest --copy-dest --link-dest --partial-dir --port --sockopts
+			--out-format --log-file-format --bwlimit --max-size --min-size
+			--timeout --contimeout --address --iconv --usermap --groupmap`),
+		abbrev: true, cluster: true,
+	}
+	systemctlTool = &tool{
+		anywhere: setOf(`-t --type -p --property -P --state --job-mode -s --signal
+			--kill-whom --kill-value --root --image --image-policy -n --lines -o
+			--output -H --host -M --machine --what --when --boot-loader-menu
+			--boot-loader-entry --reboot-argument --preset-mode --timestamp
+			--message --drop-in`),
+		abbrev: true, cluster: true,
+	}
+	loginctlTool = &tool{
+		anywhere: setOf(`-p --property -s --signal -n --lines -o --output -H --host
+			-M --machine --kill-whom --kill-whom`),
+		abbrev: true, cluster: true,
+	}
+)
+
 // tools maps a program name to its table. pip's versioned names are handled
 // by toolFor.
 var tools = map[string]*tool{
-	"git":     gitTool,
-	"docker":  dockerTool,
-	"podman":  podmanTool,
-	"kubectl": kubectlTool,
-	"gh":      ghTool,
-	"npm":     npmTool,
-	"pnpm":    pnpmTool,
-	"yarn":    yarnTool,
-	"cargo":   cargoTool,
-	"go":      goTool,
-	"pip":     pipTool,
-	"pip3":    pipTool,
+	"git":       gitTool,
+	"docker":    dockerTool,
+	"podman":    podmanTool,
+	"kubectl":   kubectlTool,
+	"gh":        ghTool,
+	"npm":       npmTool,
+	"pnpm":      pnpmTool,
+	"yarn":      yarnTool,
+	"cargo":     cargoTool,
+	"go":        goTool,
+	"pip":       pipTool,
+	"pip3":      pipTool,
+	"ssh":       sshTool,
+	"scp":       scpTool,
+	"sftp":      sftpTool,
+	"rsync":     rsyncTool,
+	"systemctl": systemctlTool,
+	"loginctl":  loginctlTool,
 }
 
 // toolFor returns the table for program name (a base name), or the
@@ -298,4 +349,55 @@ func union(s set, add []string) set {
 		out[o] = true
 	}
 	return out
+}
+
+// hostOf returns the host a destination word names: [user@]host,
+// ssh://[user@]host[:port][/path], [user@][ipv6]. It does not allocate.
+func hostOf(s string) string {
+	scheme := false
+	if i := strings.Index(s, "://"); i > 0 {
+		s, scheme = s[i+3:], true
+		if j := strings.IndexByte(s, '/'); j >= 0 {
+			s = s[:j]
+		}
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if strings.HasPrefix(s, "[") {
+		if j := strings.IndexByte(s, ']'); j > 0 {
+			return s[1:j]
+		}
+	}
+	if scheme {
+		if j := strings.IndexByte(s, ':'); j >= 0 {
+			s = s[:j]
+		}
+	}
+	return s
+}
+
+// shortOpts holds "-c" for every byte c, so that the letters of a cluster
+// can be looked up in a table without allocating.
+var shortOpts = func() (t [256]string) {
+	for c := range t {
+		t[c] = "-" + string(rune(c))
+	}
+	return t
+}()
+
+// clusterTakesValue reports whether the single-dash cluster s ("-vp")
+// ends in a letter that takes the next argument as its value, as getopt
+// reads it (-vvp 22). A letter before the last that takes a value takes the
+// rest of the word instead, so nothing follows.
+func (t *tool) clusterTakesValue(s string, beforeSub bool) bool {
+	if !t.cluster || len(s) < 3 || s[0] != '-' || s[1] == '-' {
+		return false
+	}
+	for j := 1; j < len(s); j++ {
+		if t.takesValue(shortOpts[s[j]], beforeSub) {
+			return j == len(s)-1
+		}
+	}
+	return false
 }

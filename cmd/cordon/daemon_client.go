@@ -79,7 +79,7 @@ func policyDocument(cfg policy.Config) (string, error) {
 		Programs map[string]policy.ToolOptions `yaml:"programs,omitempty"`
 	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}, Programs: cfg.Tools}
 	for _, r := range cfg.Rules {
-		if r.Override {
+		if r.Override || r.Final {
 			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)
 		}
 		out := rule{Message: r.Message}
