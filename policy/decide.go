@@ -116,6 +116,20 @@ func (d *decider) exec(e *Exec, depth int) {
 				return
 			}
 			d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
+			// "python -m runpy MOD" runs MOD as __main__ (runpy's own
+			// main), so it is decided as MOD too, nesting counted.
+			for mod == "runpy" && len(argv) > 1 {
+				depth++
+				if d.tooDeep(depth) {
+					return
+				}
+				argv = argv[1:]
+				mod = argv[0]
+				if k := strings.IndexByte(mod, '.'); k >= 0 {
+					mod = mod[:k]
+				}
+				d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
+			}
 		}
 	}
 	if identity && d.best < rankFinal {
@@ -225,6 +239,9 @@ func (d *decider) byBase(base string, argv []string) {
 			d.runArgs(pr.bySub[a.sub], &a)
 		}
 		d.runArgs(pr.other, &a)
+		if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
+			d.gitAutocorrect(pr, &a)
+		}
 	}
 	for i := range d.p.globs {
 		if d.p.globs[i].g.match(base) {

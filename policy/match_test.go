@@ -238,6 +238,7 @@ func TestSubcommandAliases(t *testing.T) {
 		{"npm run-script", []string{"deny npm run deploy"}, "npm run-script deploy", Deny},
 		{"cargo alias", []string{"deny cargo build"}, "cargo b --release", Deny},
 		{"pnpm alias", []string{"deny pnpm remove"}, "pnpm rm x", Deny},
-		{"no abbreviation for git", []string{"deny git push"}, "git pus", Allow},
+		{"git autocorrects a prefix of a common command", []string{"deny git push"}, "git pus", Deny},
+		{"git autocorrect off", []string{"deny git push"}, "git -c help.autocorrect=never pus", Allow},
 	})
 }
