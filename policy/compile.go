@@ -62,10 +62,12 @@ type matcher struct {
 	// (@git-force-push), checked for program mprog.
 	meaning *meaning
 	mprog   string
-	pos     []posPat
-	segs    []segment // pos split at the places words may be skipped
-	opts    []optPat
-	keys    []keyPat
+	// remote, for ssh rules, matches the remote command.
+	remote *remoteRule
+	pos    []posPat
+	segs   []segment // pos split at the places words may be skipped
+	opts   []optPat
+	keys   []keyPat
 }
 
 // segment is a run of positional patterns [from, to) that must match
@@ -175,20 +177,10 @@ func compileRule(r *Rule, i int32, ts toolSet) ([]progRef, []matcher, error) {
 		}
 		j, ok := byT[t]
 		if !ok {
-			m, err := compileArgs(words[1:], t)
+			m, err := compileMatcher(words[1:], t, rankOf(r), i, ts, false)
 			if err != nil {
 				return nil, nil, err
 			}
-			m.rule = i
-			m.rank = rankOf(r)
-			// Deny and ask rules match loosely, so that no spelling evades
-			// them; allow rules match strictly, so that an exception never
-			// lets through more than it names. A bare program allow rule
-			// ("allow: ls") allows the program with any arguments; "$"
-			// makes any rule exact.
-			m.liberal = (m.rank == rankDeny || m.rank == rankAsk) && !m.end
-			m.strict = m.end || (!m.liberal && len(words) > 1)
-			m.segment()
 			j = len(ms)
 			byT[t] = j
 			ms = append(ms, m)
@@ -197,6 +189,77 @@ func compileRule(r *Rule, i int32, ts toolSet) ([]progRef, []matcher, error) {
 		refs = append(refs, ref)
 	}
 	return refs, ms, nil
+}
+
+// compileMatcher compiles a rule's words after the program for option
+// table t.
+//
+// remote says the words are an ssh rule's remote command: a remote command
+// of an allow rule is exact even with no arguments ("ssh h uptime" allows
+// uptime alone), and is not split again at a nested ssh's destination.
+func compileMatcher(words []word, t *tool, rk rank, i int32, ts toolSet, remote bool) (matcher, error) {
+	argWords, rwords := words, []word(nil)
+	if t.host && !remote {
+		argWords, rwords = splitRemote(words, t)
+	}
+	m, err := compileArgs(argWords, t)
+	if err != nil {
+		return m, err
+	}
+	m.rule = i
+	m.rank = rk
+	// Deny and ask rules match loosely, so that no spelling evades them;
+	// allow rules match strictly, so that an exception never lets through
+	// more than it names. A bare program allow rule ("allow: ls") allows
+	// the program with any arguments; "$" makes any rule exact.
+	m.liberal = (rk == rankDeny || rk == rankAsk || rk == rankFinal) && !m.end
+	m.strict = m.end || (!m.liberal && (len(words) > 0 || remote))
+	if remote := rwords; len(remote) > 0 {
+		// The remote command of an ssh rule is a rule of its own, for the
+		// program it names, matched against the command ssh runs there.
+		ref, rt, err := compileProgram(remote[0], ts)
+		if err != nil {
+			return m, fmt.Errorf("remote command: %w", err)
+		}
+		rm, err := compileMatcher(remote[1:], rt, rk, i, ts, true)
+		if err != nil {
+			return m, fmt.Errorf("remote command: %w", err)
+		}
+		m.remote = &remoteRule{prog: ref.g, m: rm}
+		m.rest = true
+	}
+	m.segment()
+	return m, nil
+}
+
+// splitRemote splits an ssh rule's words at the end of the destination:
+// options and the host, then the remote command. A remote part that is
+// only "..." or "$" stays with the host part.
+func splitRemote(words []word, t *tool) (head, remote []word) {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w.bare("...") || w.bare("$") || w.bare(optionsPlaceholder) || w.bare("--") {
+			continue
+		}
+		if len(w.text) > 1 && w.text[0] == '-' {
+			if !strings.Contains(w.text, "=") && t.takesValue(w.text, true) {
+				i++
+			}
+			continue
+		}
+		rest := words[i+1:]
+		if len(rest) == 0 || (len(rest) == 1 && (rest[0].bare("...") || rest[0].bare("$"))) {
+			return words, nil
+		}
+		return words[:i+1], rest
+	}
+	return words, nil
+}
+
+// remoteRule is the remote command part of an ssh rule.
+type remoteRule struct {
+	prog glob
+	m    matcher
 }
 
 // compileMeaning compiles a rule naming a meaning: one matcher per program

@@ -73,6 +73,12 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 
 // match reports whether the classified arguments satisfy m.
 func (m *matcher) match(a *args) bool {
+	return m.matchArgs(a) && (m.remote == nil || m.matchRemote(a))
+}
+
+// matchArgs is match without an ssh rule's remote command (matchRemote
+// calls it for that command, so it must not recurse).
+func (m *matcher) matchArgs(a *args) bool {
 	if m.meaning != nil {
 		return m.meaning.match(m.mprog, a)
 	}
@@ -463,4 +469,35 @@ func sshOptionHosts(o string) string {
 		return ""
 	}
 	return strings.TrimLeft(o[j:], "= \t")
+}
+
+// matchRemote matches the remote command of an ssh exec (the words after
+// the destination) against m.remote. A strict rule matches the whole
+// command; a loose one matches it starting at any word, since the remote
+// shell may run it after a separator ("cd / && rm -rf x").
+func (m *matcher) matchRemote(a *args) bool {
+	if len(a.pos) < 2 {
+		return false
+	}
+	words := a.v[a.pos[1]:]
+	for k := range words {
+		if k > 0 && !m.liberal {
+			break
+		}
+		w := strings.TrimLeft(words[k], "(`$")
+		if !m.remote.prog.match(w) && !m.remote.prog.match(baseName(w)) {
+			continue
+		}
+		var (
+			kbuf [maxStackArgs]uint8
+			pbuf [maxStackArgs]int32
+			ebuf [maxStackArgs]int16
+		)
+		rt := m.remote.m.tool
+		ra := parseArgs(rt, words[k+1:], kbuf[:0], pbuf[:0], ebuf[:0])
+		if m.remote.m.matchArgs(&ra) {
+			return true
+		}
+	}
+	return false
 }
