@@ -107,9 +107,6 @@ func (d *decider) exec(e *Exec, depth int) {
 	}
 	d.named(base, prog, e.Argv)
 	d.calledAs(e, base, prog, false)
-	if sshCarriers[base] {
-		d.remoteHosts(base, e.Argv)
-	}
 	if isPython(base) {
 		if mod, argv := pythonModule(e.Argv); mod != "" {
 			if d.tooDeep(depth) {
@@ -134,6 +131,15 @@ func (d *decider) exec(e *Exec, depth int) {
 	}
 	if identity && d.best < rankFinal {
 		d.identify(base, e.Argv, nil)
+	}
+	if identity && d.p.byName["ssh"] != nil && !sshCarriers[base] {
+		// A renamed copy of scp, sftp or rsync still connects where its
+		// arguments say.
+		for _, c := range sshCarrierList {
+			if d.same(c) {
+				d.remoteHosts(c, e.Argv)
+			}
+		}
 	}
 }
 
@@ -224,6 +230,9 @@ func (d *decider) calledAs(e *Exec, base, prog string, multi bool) {
 func (d *decider) named(base, prog string, argv []string) {
 	d.byBase(base, argv)
 	d.byPath(prog, argv)
+	if sshCarriers[base] {
+		d.remoteHosts(base, argv)
+	}
 }
 
 // byBase runs the rules naming base, literally or by a glob.

@@ -520,6 +520,11 @@ func (p *Policy) Programs() []string {
 	for _, m := range multiCall {
 		add(m.name)
 	}
+	if p.byName["ssh"] != nil {
+		for _, c := range sshCarrierList {
+			add(c)
+		}
+	}
 	sort.Strings(out)
 	return out
 }

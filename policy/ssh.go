@@ -79,6 +79,9 @@ func remoteIsPlain(a *args) bool {
 // default, and with -e ssh): the ssh rules for that host apply to them.
 var sshCarriers = map[string]bool{"scp": true, "sftp": true, "rsync": true}
 
+// sshCarrierList is sshCarriers in a fixed order.
+var sshCarrierList = []string{"rsync", "scp", "sftp"}
+
 // remoteHosts decides the hosts an scp, sftp or rsync command line
 // connects to as "ssh HOST" would be decided, and keeps a deny or ask that
 // gives: a rule on where ssh may go holds for what goes over ssh.

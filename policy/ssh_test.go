@@ -166,3 +166,15 @@ func TestFenceDefaults(t *testing.T) {
 	assert.Equal(t, Allow, decideArgv(p, fields("chroot /mnt sh")...).Decision)
 	assert.Equal(t, Allow, decideArgv(p, fields("dd if=/dev/zero of=x")...).Decision)
 }
+
+func TestSSHCarrierByIdentity(t *testing.T) {
+	p := compileRules(t, Allow, "deny ssh prod-*")
+	assert.Contains(t, p.Programs(), "scp")
+	fs := newFakeFiles()
+	scp := FileID{Dev: 1, Ino: 42, Size: 100}
+	fs.add("scp", scp)
+	pf := p.WithFiles(fs)
+	e := &Exec{Argv: fields("cp x prod-db:/tmp"), Path: "/tmp/cp", Resolved: "/tmp/cp", File: scp, Known: true}
+	assert.Equal(t, Deny, pf.Decide(e).Decision, "a copy of scp named cp")
+	assert.Equal(t, Allow, p.Decide(e).Decision, "by name alone it is cp")
+}
