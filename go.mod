@@ -9,6 +9,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.40.0
+	mvdan.cc/sh/v3 v3.12.0
 )
 
 require github.com/inconshreveable/mousetrap v1.1.0 // indirect
