@@ -12,4 +12,7 @@ require (
 	mvdan.cc/sh/v3 v3.12.0
 )
 
-require github.com/inconshreveable/mousetrap v1.1.0 // indirect
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	go.starlark.net v0.0.0-20251109183026-be02852a5e1f // indirect
+)

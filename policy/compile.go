@@ -51,9 +51,14 @@ type matcher struct {
 	// rest is set when the rule ends in "...": positional words may follow
 	// the last one it names.
 	rest bool
-	// anyOpts is set by "..." anywhere in the rule or by the [options]
-	// placeholder: a strict rule then accepts options it does not name.
+	// anyOpts is set by the [options] placeholder: a strict rule then
+	// accepts options it does not name, anywhere.
 	anyOpts bool
+	// widen, when not -1, is the number of positional patterns before the
+	// rule's first "...": a strict rule accepts options it does not name
+	// that come after that many positional words ("allow: git status ..."
+	// takes "git status -s" but not "git -c x=y status").
+	widen int
 	// end is set by a trailing "$": no words beyond those the rule names,
 	// whatever the decision.
 	end  bool
@@ -367,7 +372,7 @@ func isKeyWord(s string) bool {
 
 // compileArgs compiles the words after the program for option table t.
 func compileArgs(words []word, t *tool) (matcher, error) {
-	m := matcher{tool: t}
+	m := matcher{tool: t, widen: -1}
 	endOpts := false
 	gap := false
 	for i := 0; i < len(words); i++ {
@@ -378,7 +383,9 @@ func compileArgs(words []word, t *tool) (matcher, error) {
 		}
 		if w.bare("...") {
 			gap = true
-			m.anyOpts = true
+			if m.widen < 0 {
+				m.widen = len(m.pos)
+			}
 			if i == len(words)-1 || (i == len(words)-2 && words[i+1].bare("$")) {
 				m.rest = true
 			}

@@ -120,9 +120,16 @@ func (m *matcher) matchAll(a *args) bool {
 		return false
 	}
 	if m.strict && !m.anyOpts {
-		// Every option of the exec must be one the rule names.
+		// Every option of the exec must be one the rule names, or come
+		// where a "..." accepts anything.
+		seen := 0 // positional words before i
 		for i, k := range a.kind {
-			if k == kOpt && !m.namesOpt(a, i) {
+			if seen < len(a.pos) && int(a.pos[seen]) < i {
+				for seen < len(a.pos) && int(a.pos[seen]) < i {
+					seen++
+				}
+			}
+			if k == kOpt && !(m.widen >= 0 && seen >= m.widen) && !m.namesOpt(a, i) {
 				return false
 			}
 		}

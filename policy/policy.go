@@ -224,7 +224,7 @@ func (e *ExampleError) Hint() string {
 		return ""
 	}
 	return fmt.Sprintf("allow rules now match strictly: %s (%s) no longer accepts options or words it does not name; "+
-		"write %q to accept them, as it did before", r.String(), sourceOf(r), r.Pattern+" ...")
+		"write %q to accept any after its words, or name the options (or [options]) it should take", r.String(), sourceOf(r), r.Pattern+" ...")
 }
 
 func quoteArgv(argv []string) string {
