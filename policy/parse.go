@@ -21,6 +21,9 @@ const (
 	// FormatFence is a fence config (JSON or JSONC) of which the command
 	// section is used.
 	FormatFence Format = "fence"
+	// FormatCodex is a codex execpolicy rules file (Starlark), read by
+	// package policy/codex.
+	FormatCodex Format = "codex"
 )
 
 // File is a parsed policy file.
