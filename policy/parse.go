@@ -67,6 +67,12 @@ func (e *ParseError) Error() string {
 //	    message: open a pull request instead
 //	examples:
 //	  - deny: [git, -C, ., push]   # an argv, or a string split into words
+//	programs:             # option tables (see Config.Tools)
+//	  rg:
+//	    value_options: [-g, --glob]
+//
+// A fence config's command and ssh sections are read (see fenceSSH); a
+// codex .rules file is read by package policy/codex, not here.
 func Parse(name string, data []byte) (f *File, err error) {
 	defer func() {
 		// The YAML library is third-party code fed untrusted input; a
