@@ -128,10 +128,10 @@ func (p *parser) fenceSSH(n *yaml.Node, top []entry) error {
 		host := fenceHost(h.Value)
 		pats := []string{"ssh [options] " + host + " $"}
 		if allowAll {
-			pats = append(pats, "ssh "+host+" ...")
+			pats = append(pats, "ssh [options] "+host+" ...")
 		}
 		for _, c := range lists["allowedCommands"] {
-			pats = append(pats, "ssh "+host+" "+fenceWords(c.Value)+" ...")
+			pats = append(pats, "ssh [options] "+host+" "+fenceWords(c.Value)+" ...")
 		}
 		for _, pat := range pats {
 			if err := add(Rule{Decision: Allow, Override: true, Pattern: pat, Source: p.source(h)}); err != nil {

@@ -102,23 +102,25 @@ func TestFenceSSH(t *testing.T) {
 	p, err := Compile(f.Config)
 	require.NoError(t, err)
 	decideCases(t, p, map[string]Decision{
-		"ssh a.example.com":             Allow, // interactive, allowed host
-		"ssh -p 22 user@a.example.com":  Allow,
-		"ssh dev-1 ls -la":              Allow,
-		"ssh dev-1 tail -f /var/log/x":  Allow,
-		"ssh dev-1 tail /var/log/x":     Deny, // "tail -f" names its option
-		"ssh dev-1 cat /etc/passwd":     Deny, // not an allowed command
-		"ssh prod.example.com":          Deny, // denied host beats allowed pattern
-		"ssh prod.example.com ls":       Deny,
-		"ssh other.org":                 Deny, // not an allowed host
-		"ssh dev-1 rm -rf /":            Deny, // denied command
-		"ssh dev-1 ls && rm -rf /":      Deny,
-		"ssh dev-1 git push":            Deny, // inherited command.deny
-		"ssh dev-1 shutdown -h now":     Deny,
-		"ssh -J prod.example.com dev-1": Deny,
-		"scp x prod.example.com:/tmp":   Deny,
-		"scp x other.org:/tmp":          Deny,
-		"git status":                    Allow,
+		"ssh a.example.com":               Allow, // interactive, allowed host
+		"ssh -p 22 user@a.example.com":    Allow,
+		"ssh dev-1 ls -la":                Allow,
+		"ssh -p 2222 -i key dev-1 ls -la": Allow,
+		"ssh -J jump dev-1 ls":            Deny, // a redirected connection is not the allowed host
+		"ssh dev-1 tail -f /var/log/x":    Allow,
+		"ssh dev-1 tail /var/log/x":       Deny, // "tail -f" names its option
+		"ssh dev-1 cat /etc/passwd":       Deny, // not an allowed command
+		"ssh prod.example.com":            Deny, // denied host beats allowed pattern
+		"ssh prod.example.com ls":         Deny,
+		"ssh other.org":                   Deny, // not an allowed host
+		"ssh dev-1 rm -rf /":              Deny, // denied command
+		"ssh dev-1 ls && rm -rf /":        Deny,
+		"ssh dev-1 git push":              Deny, // inherited command.deny
+		"ssh dev-1 shutdown -h now":       Deny,
+		"ssh -J prod.example.com dev-1":   Deny,
+		"scp x prod.example.com:/tmp":     Deny,
+		"scp x other.org:/tmp":            Deny,
+		"git status":                      Allow,
 	})
 
 	f, err = Parse("fence.json", []byte(`{"ssh": {"allowedHosts": ["*"], "allowAllCommands": true, "deniedCommands": ["shutdown"]}}`))
@@ -126,9 +128,10 @@ func TestFenceSSH(t *testing.T) {
 	p, err = Compile(f.Config)
 	require.NoError(t, err)
 	decideCases(t, p, map[string]Decision{
-		"ssh anyhost uptime":      Allow,
-		"ssh anyhost shutdown -r": Deny,
-		"ssh anyhost":             Allow,
+		"ssh anyhost uptime":       Allow,
+		"ssh -p 22 anyhost uptime": Allow,
+		"ssh anyhost shutdown -r":  Deny,
+		"ssh anyhost":              Allow,
 	})
 
 	for _, bad := range []string{
