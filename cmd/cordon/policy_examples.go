@@ -33,7 +33,12 @@ and 125 when the file does not load.
 
 Examples are decided against the file alone (no --deny/--allow flags) and by
 name only, as "cordon policy check" decides: argv[0] names the program as
-written.`,
+written.
+
+Allow rules match strictly since the policy's second edition (the first
+edition's were prefixes). When an example fails only because of that, test
+says so, names the allow rule that used to decide it, and shows the "..."
+that widens the rule again.`,
 		Example: `  # The examples of the policy that applies in this directory
   cordon policy test
 
