@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"math/bits"
+	"strings"
+)
 
 // Git's help.autocorrect: when the subcommand is not a git command, git
 // compares it with every command it knows and, with autocorrect on and one
@@ -42,8 +45,36 @@ const gitCommandNames = `add am annotate apply archive backfill bisect blame
 
 var gitCommands = setOf(gitCommandNames)
 
-// gitCommandList is gitCommands in a fixed order.
-var gitCommandList = strings.Fields(gitCommandNames)
+// gitCommandList is gitCommands in a fixed order, gitCommandMasks their
+// letters (see letterMask).
+var (
+	gitCommandList  = strings.Fields(gitCommandNames)
+	gitCommandMasks = func() []uint64 {
+		m := make([]uint64, len(gitCommandList))
+		for i, c := range gitCommandList {
+			m[i] = letterMask(c)
+		}
+		return m
+	}()
+)
+
+// letterMask has a bit per distinct byte of s (folded to 64 bits).
+func letterMask(s string) uint64 {
+	var m uint64
+	for i := 0; i < len(s); i++ {
+		m |= 1 << (s[i] & 63)
+	}
+	return m
+}
+
+// lowerBound is a cheap lower bound of gitLevenshtein(typed, candidate)
+// from their letter masks: each letter of typed that candidate lacks costs
+// a deletion or a substitution (2 at least), each letter of candidate that
+// typed lacks an insertion or a substitution (1 at least). Folded bytes
+// only make the bound smaller.
+func lowerBound(typed, cand uint64) int {
+	return max(2*bits.OnesCount64(typed&^cand), bits.OnesCount64(cand&^typed))
+}
 
 // gitCommon are the commands "git help" lists; git scores a prefix of one
 // of them 0.
@@ -54,12 +85,21 @@ var gitCommon = setOf(`clone init add mv restore rm bisect diff grep log show
 // enough to correct to.
 const gitSimilarityFloor = 7
 
-// gitScore returns git's autocorrect score of candidate for typed.
+// gitScore returns git's autocorrect score of candidate for typed, or some
+// score of at least gitSimilarityFloor when it is not close enough.
 func gitScore(typed, candidate string) int {
 	if gitCommon[candidate] && strings.HasPrefix(candidate, typed) {
 		return 0
 	}
-	return gitLevenshtein(typed, candidate) + 1
+	return gitLevenshteinMax(typed, candidate, gitSimilarityFloor-1) + 1
+}
+
+func minOf(row []int) int {
+	m := row[0]
+	for _, v := range row[1:] {
+		m = min(m, v)
+	}
+	return m
 }
 
 // gitLevenshtein is git's levenshtein(typed, candidate, 0, 2, 1, 3): the
@@ -67,6 +107,13 @@ func gitScore(typed, candidate string) int {
 // free, substitutions 2, insertions 1 and deletions 3. Long words are
 // never close to a command; they get a large distance without the work.
 func gitLevenshtein(s1, s2 string) int {
+	return gitLevenshteinMax(s1, s2, 1<<20)
+}
+
+// gitLevenshteinMax is gitLevenshtein, except that it may return any value
+// above limit as soon as the distance is known to exceed it (a row's
+// minimum never decreases).
+func gitLevenshteinMax(s1, s2 string, limit int) int {
 	const w, s, a, d = 0, 2, 1, 3
 	const maxLen = 48
 	if len(s1) > maxLen || len(s2) > maxLen {
@@ -79,6 +126,7 @@ func gitLevenshtein(s1, s2 string) int {
 	}
 	for i := 0; i < len(s1); i++ {
 		row2[0] = (i + 1) * d
+		lo := row2[0]
 		for j := 0; j < len(s2); j++ {
 			sub := 0
 			if s1[i] != s2[j] {
@@ -94,6 +142,12 @@ func gitLevenshtein(s1, s2 string) int {
 			if row2[j+1] > row2[j]+a {
 				row2[j+1] = row2[j] + a
 			}
+			lo = min(lo, row2[j+1])
+		}
+		// A free swap reaches back two rows: only when both rows are past
+		// the limit is the distance.
+		if lo > limit && i > 0 && minOf(row1) > limit {
+			return lo
 		}
 		row0, row1, row2 = row1, row2, row0
 	}
@@ -123,10 +177,21 @@ func gitAutocorrectOff(v []string, sub int) bool {
 	return off
 }
 
-// gitAutocorrect decides an unknown git subcommand as git may correct it:
-// as the one best candidate, fully, when there is one close enough; and
-// as every candidate close enough, for deny and ask rules only, since
-// aliases cordon cannot see take part in git's choice too.
+// maxGitCommands bounds gitCommandList (TestGitAutocorrect checks it), so
+// that the scores of one decision fit on the stack.
+const maxGitCommands = 256
+
+// gitMargin widens, for deny and ask rules, the candidates git might pick
+// beyond those with the best score: other git versions list other common
+// commands and score a little differently.
+const gitMargin = 2
+
+// gitAutocorrect decides an unknown git subcommand as git may correct it.
+// git runs the one candidate with the best score, when there is exactly
+// one close enough (an alias from config, which cordon cannot see, wins
+// only by scoring better, and runs what it says, not a command). So the
+// unique best candidate is decided fully, and every candidate within
+// gitMargin of the best score for deny and ask rules only.
 func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 	typed := a.sub
 	if typed == "" || gitCommands[typed] || gitAutocorrectOff(a.v, int(a.pos[0])) {
@@ -135,26 +200,45 @@ func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 	if _, alias := findAlias(a.v[:a.pos[0]], typed); alias {
 		return // an alias given with -c (a shell alias, or a loop git rejects)
 	}
+	var scores [maxGitCommands]int8
 	best, nbest := gitSimilarityFloor, 0
 	bestCmd := ""
-	for _, c := range gitCommandList {
-		sc := gitScore(typed, c)
-		if sc >= gitSimilarityFloor {
-			continue
+	tm := letterMask(typed)
+	for i, c := range gitCommandList {
+		sc := gitSimilarityFloor
+		// Insertions cost 1 and deletions 3, and missing letters cost too:
+		// most commands are out of reach without computing a distance.
+		n := len(c) - len(typed)
+		if (n < gitSimilarityFloor-1 && n > -2 && lowerBound(tm, gitCommandMasks[i]) < gitSimilarityFloor-1) ||
+			(gitCommon[c] && strings.HasPrefix(c, typed)) {
+			sc = gitScore(typed, c)
 		}
-		was := d.denyOnly
-		d.denyOnly = true
-		d.decideSub(pr, a, c)
-		d.denyOnly = was
+		scores[i] = int8(min(sc, gitSimilarityFloor))
 		switch {
+		case sc >= gitSimilarityFloor:
 		case sc < best:
 			best, nbest, bestCmd = sc, 1, c
 		case sc == best:
 			nbest++
 		}
 	}
+	if nbest == 0 {
+		return
+	}
+	was := d.denyOnly
+	d.denyOnly = true
+	for i, c := range gitCommandList {
+		if sc := int(scores[i]); sc < gitSimilarityFloor && sc <= best+gitMargin && c != bestCmd {
+			d.decideSub(pr, a, c)
+		}
+	}
+	d.denyOnly = was
 	if nbest == 1 {
 		d.decideSub(pr, a, bestCmd)
+	} else {
+		d.denyOnly = true
+		d.decideSub(pr, a, bestCmd)
+		d.denyOnly = was
 	}
 }
 

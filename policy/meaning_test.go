@@ -80,6 +80,7 @@ func TestGitAutocorrect(t *testing.T) {
 	assert.Equal(t, 0, gitLevenshtein("psuh", "push"), "swapping neighbours is free")
 	assert.Equal(t, 3, gitLevenshtein("pushh", "push"), "deleting costs 3")
 	assert.Equal(t, 0, gitScore("pu", "push"), "prefix of a common command")
+	assert.LessOrEqual(t, len(gitCommandList), maxGitCommands)
 
 	p := compileRules(t, Allow, "deny git push")
 	decideCases(t, p, map[string]Decision{
@@ -224,4 +225,17 @@ func TestMeaningErrors(t *testing.T) {
 	assert.Equal(t, Allow, decideArgv(p, fields("git push -f")...).Decision)
 	assert.Equal(t, Deny, decideArgv(p, "@git-force-push").Decision)
 	assert.Len(t, Meanings(), 4)
+}
+
+// TestGitScoreBound: the cheap bound never exceeds git's distance, so no
+// candidate git could pick is skipped.
+func TestGitScoreBound(t *testing.T) {
+	for _, typed := range []string{"pusj", "psuh", "stauts", "comit", "x", "rebsae", "checkuot", "send-pak", "config-", "--"} {
+		for i, c := range gitCommandList {
+			assert.LessOrEqual(t, lowerBound(letterMask(typed), gitCommandMasks[i]), gitLevenshtein(typed, c), "%s -> %s", typed, c)
+			if d := gitLevenshtein(typed, c); d < gitSimilarityFloor-1 {
+				assert.Equal(t, d, gitLevenshteinMax(typed, c, gitSimilarityFloor-1), "%s -> %s", typed, c)
+			}
+		}
+	}
 }
