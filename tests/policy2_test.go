@@ -186,3 +186,38 @@ programs:
 		assert.Contains(t, r.stderr, tc.denied, tc.script)
 	}
 }
+
+// TestPolicy2RunImports: a codex rules file and a fence config with an ssh
+// section decide real execs.
+func TestPolicy2RunImports(t *testing.T) {
+	requireSeccompNotify(t)
+	gw := newGitWorld(t)
+	writeScript(t, gw.bin, "ssh", `echo "ssh ran: $*"`)
+	writeFile(t, gw.dir, "codex.rules", `prefix_rule(pattern = ["git", ["push", "fetch"]], decision = "forbidden",
+    justification = "no network from here", match = ["git push origin main"], not_match = ["git status"])
+`)
+	writeFile(t, gw.dir, "fence.json", `{"ssh": {"allowedHosts": ["dev-*"], "allowedCommands": ["uptime"]}}`)
+	tests := []struct {
+		policy, script, denied string
+	}{
+		{"codex.rules", "git status", ""},
+		{"codex.rules", "git -C . push origin main", `cordon: denied: git -C . push origin main (rule: deny "git {push,fetch}": no network from here)`},
+		{"fence.json", "ssh dev-1 uptime", ""},
+		{"fence.json", "ssh dev-1 'uptime; reboot'", `(rule: deny "ssh"`},
+		{"fence.json", "ssh prod-1 uptime", `(rule: deny "ssh"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.policy+" "+tc.script, func(t *testing.T) {
+			r := gw.run(t, "--policy", tc.policy, "--", "sh", "-c", tc.script)
+			prog := strings.Fields(tc.script)[0]
+			if tc.denied == "" {
+				assert.Equal(t, 0, r.code, r.stderr)
+				assert.Contains(t, r.stdout, prog+" ran: ")
+				return
+			}
+			assert.NotEqual(t, 0, r.code)
+			assert.NotContains(t, r.stdout, prog+" ran")
+			assert.Contains(t, r.stderr, tc.denied)
+		})
+	}
+}
