@@ -101,7 +101,11 @@ func (imp *importer) starlarkErr(err error) error {
 	}
 	var rl resolve.ErrorList
 	if errors.As(err, &rl) && len(rl) > 0 {
-		return &policy.ParseError{File: imp.name, Line: int(rl[0].Pos.Line), Msg: rl[0].Msg}
+		msg := rl[0].Msg
+		if strings.HasPrefix(msg, "undefined:") {
+			msg += " (cordon provides prefix_rule only)"
+		}
+		return &policy.ParseError{File: imp.name, Line: int(rl[0].Pos.Line), Msg: msg}
 	}
 	return &policy.ParseError{File: imp.name, Msg: err.Error()}
 }
