@@ -6,6 +6,7 @@ package tests
 // binary.
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -220,4 +221,23 @@ func TestPolicy2RunImports(t *testing.T) {
 			assert.Contains(t, r.stderr, tc.denied)
 		})
 	}
+}
+
+// TestReadmePolicyExample: the policy file the README shows under Format
+// loads and its examples hold.
+func TestReadmePolicyExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	s := string(readme)
+	i := strings.Index(s, "### Format")
+	require.GreaterOrEqual(t, i, 0)
+	j := strings.Index(s[i:], "```yaml\n")
+	require.GreaterOrEqual(t, j, 0)
+	body := s[i+j+len("```yaml\n"):]
+	body = body[:strings.Index(body, "```")]
+	dir := t.TempDir()
+	writeFile(t, dir, "p.yaml", body)
+	r := runCordon(t, runOpts{dir: dir, env: []string{"XDG_CONFIG_HOME=" + t.TempDir()}}, "policy", "test", "--policy", "p.yaml")
+	assert.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "all 4 examples hold")
 }
