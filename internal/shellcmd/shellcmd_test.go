@@ -26,4 +26,3 @@ func TestShellScript(t *testing.T) {
 		assert.Equal(t, tc.script, s, "%q", tc.argv)
 	}
 }
-
