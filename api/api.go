@@ -201,6 +201,8 @@ type Exit struct {
 type ExecRequest struct {
 	Argv   []string `json:"argv,omitempty"`
 	Script string   `json:"script,omitempty"`
+	// Shell is the shell that runs Script: "sh" (default) or "bash".
+	Shell string `json:"shell,omitempty"`
 	// SessionID is a session's id or name; empty runs the command in a
 	// throwaway sandbox made from Sandbox.
 	SessionID string          `json:"session_id,omitempty"`

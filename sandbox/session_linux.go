@@ -414,6 +414,13 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	if err != nil {
 		return ExecResult{}, err
 	}
+	sh, err := scriptShell(req.Shell)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if req.Script != "" {
+		argv[0] = sh
+	}
 	if s.spec.Carry {
 		if !s.execMu.TryLock() {
 			return ExecResult{}, ErrBusy
@@ -424,7 +431,7 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	dir := resolveDir(req.Dir, st.cwd)
 	snapshot := s.spec.Carry && req.Script != ""
 	if snapshot {
-		argv = []string{"/bin/sh", "-c", carryWrapper, "sh", req.Script}
+		argv = []string{sh, "-c", carryWrapper, filepath.Base(sh), req.Script}
 	}
 	max := req.MaxOutput
 	if max <= 0 {
@@ -544,6 +551,18 @@ func commandOf(argv []string, script string) ([]string, error) {
 		return []string{"/bin/sh", "-c", script}, nil
 	}
 	return nil, invalid("no command: set argv or script")
+}
+
+// scriptShell is the program that runs a script: /bin/sh, or bash
+// (looked up on PATH in the sandbox) when asked for.
+func scriptShell(name string) (string, error) {
+	switch name {
+	case "", "sh":
+		return "/bin/sh", nil
+	case "bash":
+		return "bash", nil
+	}
+	return "", invalid("shell %q: want sh or bash", name)
 }
 
 func resolveDir(dir, cwd string) string {

@@ -149,6 +149,10 @@ type ExecRequest struct {
 	// by sh -c.
 	Argv   []string `json:"argv,omitempty"`
 	Script string   `json:"script,omitempty"`
+	// Shell runs Script with bash instead of sh ("bash"; empty or "sh" is
+	// /bin/sh): agents write their commands for bash. In carry mode the
+	// snapshot is taken by that shell too.
+	Shell string `json:"shell,omitempty"`
 	// Dir is the working directory: absolute, or relative to the session's
 	// (carried) one.
 	Dir string `json:"dir,omitempty"`

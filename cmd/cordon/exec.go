@@ -27,6 +27,7 @@ type execOptions struct {
 	json      bool
 	encoding  string
 	script    string
+	shell     string
 }
 
 func newExecCmd(opts *execOptions) *cobra.Command {
@@ -39,8 +40,9 @@ without, in a throwaway sandbox made like "cordon run" makes one (current
 directory writable, your environment, the policy found here and the rule
 flags), which is gone when the command ends, with everything it started.
 
-With -c SCRIPT the command is a script run by sh -c; in a carry-mode session
-the directory and exported variables it leaves become the session's.
+With -c SCRIPT the command is a script run by sh -c (bash -c with --shell
+bash); in a carry-mode session the directory and exported variables it leaves
+become the session's.
 
 The daemon is started on first use; --no-daemon runs the same thing in this
 process. The command's stdin is /dev/null unless --stdin passes cordon's stdin
@@ -60,6 +62,7 @@ cordon or the daemon failed.`,
   cordon exec --env-pass NPM_TOKEN -- npm whoami
   cordon exec --session dev -- npm test
   cordon exec --session dev -c 'cd src && export STAGE=build'
+  cordon exec --session dev --shell bash -c '[[ -d src ]] && cd src'
   echo data | cordon exec --stdin -- wc -c
   cordon exec --no-daemon --timeout 10s -- ./slow.sh
   cordon exec --json -- git status | jq -r .stdout`,
@@ -75,6 +78,7 @@ cordon or the daemon failed.`,
 	addSandboxFlags(f, &opts.sandboxFlags)
 	f.StringVar(&opts.session, "session", "", "run in this session (id or name)")
 	f.StringVarP(&opts.script, "script", "c", "", "run this script with sh -c (carried in a carry-mode session) instead of CMD")
+	f.StringVar(&opts.shell, "shell", "sh", "with -c: the shell that runs the script, sh or bash")
 	f.StringVar(&opts.cwd, "cwd", "", "working directory of the command (default: the session's, or the current one)")
 	f.StringArrayVar(&opts.env, "env", nil, "set KEY=VALUE for the command (repeatable)")
 	f.BoolVarP(&opts.stdin, "stdin", "i", false, "pass cordon's stdin to the command (read to its end first)")
@@ -91,8 +95,11 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		return failed(errors.New("give a command (-- CMD [ARG...]) or a script (-c SCRIPT), not both"))
 	}
 	req := sandbox.ExecRequest{
-		Argv: args, Script: o.script, Dir: o.cwd, Env: o.env,
+		Argv: args, Script: o.script, Shell: o.shell, Dir: o.cwd, Env: o.env,
 		Timeout: sandbox.Duration(o.timeout), KillGrace: sandbox.Duration(o.killGrace),
+	}
+	if o.shell != "sh" && o.shell != "bash" {
+		return failed(fmt.Errorf("--shell %q: want sh or bash", o.shell))
 	}
 	if o.timeout < 0 || o.killGrace < 0 {
 		return failed(errors.New("--timeout and --kill-grace must not be negative"))

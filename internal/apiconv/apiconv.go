@@ -95,7 +95,7 @@ func ExitInfo(e api.Exit) service.ExitInfo {
 // Errors wrap service.ErrInvalid.
 func ExecRequest(r api.ExecRequest) (service.ExecRequest, error) {
 	req := service.ExecRequest{
-		Session: r.SessionID, Argv: r.Argv, Script: r.Script, Dir: r.Cwd, Env: r.Env,
+		Session: r.SessionID, Argv: r.Argv, Script: r.Script, Shell: r.Shell, Dir: r.Cwd, Env: r.Env,
 		Timeout: msDuration(r.TimeoutMs), KillGrace: msDuration(r.KillGraceMs), MaxOutput: r.MaxOutput,
 	}
 	if r.Sandbox != nil {
@@ -128,7 +128,7 @@ func ExecRequest(r api.ExecRequest) (service.ExecRequest, error) {
 // APIExecRequest converts req for the wire, with bytes as base64.
 func APIExecRequest(req service.ExecRequest) api.ExecRequest {
 	r := api.ExecRequest{
-		Argv: req.Argv, Script: req.Script, SessionID: req.Session, Cwd: req.Dir, Env: req.Env,
+		Argv: req.Argv, Script: req.Script, Shell: req.Shell, SessionID: req.Session, Cwd: req.Dir, Env: req.Env,
 		TimeoutMs: durationMs(req.Timeout), KillGraceMs: durationMs(req.KillGrace), MaxOutput: req.MaxOutput,
 		Encoding: api.EncodingBase64,
 	}
