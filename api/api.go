@@ -135,6 +135,9 @@ type SessionRequest struct {
 	Env    Env      `json:"env,omitempty"`
 	Policy string   `json:"policy,omitempty"`
 	Carry  bool     `json:"carry,omitempty"`
+	// IdleTimeoutMs closes the session after this long without a command
+	// running in it; 0 never.
+	IdleTimeoutMs int64 `json:"idle_timeout_ms,omitempty"`
 	// ReportAllowed adds allowed execs to decisions and events.
 	ReportAllowed bool `json:"report_allowed,omitempty"`
 }

@@ -57,6 +57,10 @@ type Session struct {
 	// its final decision; guarded by mu.
 	askChains map[*supervisor.Verdict][]int
 	carry     carryState // guarded by mu
+	// busy counts the Execs and started processes under way; idle fires
+	// after SessionSpec.IdleTimeout without any. Both guarded by mu.
+	busy int
+	idle *time.Timer
 
 	decisions *decisionLog // every exec decision of the session (Decisions)
 }
@@ -77,6 +81,9 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		if net, err = bwrap.ParseNet(spec.Net); err != nil {
 			return nil, invalid("%v", err)
 		}
+	}
+	if spec.IdleTimeout < 0 {
+		return nil, invalid("idle timeout %v is negative", time.Duration(spec.IdleTimeout))
 	}
 	dir := spec.Dir
 	if dir == "" {
@@ -120,8 +127,48 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	}
 	s.sb = sb
 	s.initPid.Store(int64(sb.InitPid()))
+	if d := time.Duration(spec.IdleTimeout); d > 0 {
+		s.mu.Lock()
+		s.idle = time.AfterFunc(d, s.idleClose)
+		s.mu.Unlock()
+	}
 	go s.watch()
 	return s, nil
+}
+
+// use marks the session busy until the returned function is called: an
+// idle timeout never closes a session while a command runs in it.
+func (s *Session) use() (done func()) {
+	s.mu.Lock()
+	s.busy++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.busy--
+			if s.busy == 0 && s.idle != nil {
+				s.idle.Reset(time.Duration(s.spec.IdleTimeout))
+			}
+			s.mu.Unlock()
+		})
+	}
+}
+
+// idleClose closes the session when its idle timeout fires with nothing
+// running (a command that started as the timer fired keeps it open).
+func (s *Session) idleClose() {
+	s.mu.Lock()
+	busy := s.busy
+	s.mu.Unlock()
+	if busy > 0 {
+		return
+	}
+	s.log.Info("closing idle session", "idle_timeout", time.Duration(s.spec.IdleTimeout))
+	_ = s.Close(context.Background())
 }
 
 func compilePolicy(doc string) (*policy.Policy, error) {
@@ -376,14 +423,24 @@ func (s *Session) Start(ctx context.Context, req StartRequest) (*Process, error)
 	}
 	st := s.carried()
 	grace := s.grace(req.KillGrace)
+	done := s.use()
 	p, err := s.spawn(procSpec{
 		argv: argv, shownArgv: req.Argv, script: req.Script,
 		dir: resolveDir(req.Dir, st.cwd), env: mergeEnv(st.env, req.Env),
 		stdinMode: mode, listed: true,
 	})
 	if err != nil {
+		done()
 		return nil, err
 	}
+	// A started process keeps the session busy until its tree is gone.
+	go func() {
+		select {
+		case <-p.goneCh:
+		case <-s.done:
+		}
+		done()
+	}()
 	p.setTimeout(time.Duration(req.Timeout), grace)
 	// Return once the process exists (or has failed to start), so its
 	// state is never "starting" for a caller.
@@ -410,6 +467,7 @@ func (s *Session) Start(ctx context.Context, req StartRequest) (*Process, error)
 // session's, and a second concurrent Exec gets ErrBusy. If ctx ends first,
 // the tree is killed and the result so far is returned with ctx's error.
 func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	defer s.use()()
 	argv, err := commandOf(req.Argv, req.Script)
 	if err != nil {
 		return ExecResult{}, err

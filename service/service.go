@@ -99,6 +99,10 @@ type SessionSpec struct {
 	// Carry keeps the working directory and exported environment that a
 	// script Exec leaves behind for the session's next Exec.
 	Carry bool `json:"carry,omitempty"`
+	// IdleTimeout, when set, closes the session after this long without a
+	// command running in it (an Exec, or a started process whose tree is
+	// not gone).
+	IdleTimeout Duration `json:"idle_timeout,omitempty"`
 	// ReportAllowed adds allowed execs to the events and results; denied
 	// and asked execs are always reported.
 	ReportAllowed bool `json:"report_allowed,omitempty"`

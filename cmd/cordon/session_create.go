@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -11,6 +14,7 @@ type sessionCreateOptions struct {
 	sandboxFlags
 	name          string
 	carry         bool
+	idle          time.Duration
 	reportAllowed bool
 	json          bool
 }
@@ -26,6 +30,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 		Example: `  cordon session create --name dev
   cordon session create --name ci --net none --deny "git push" --carry
   cordon session create --name agent --env-deny 'AWS_*' --env-pass GITHUB_TOKEN
+  cordon session create --name scratch --carry --idle-timeout 30m
   id=$(cordon session create)`,
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
@@ -35,7 +40,11 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 			if err != nil {
 				return failed(err)
 			}
+			if opts.idle < 0 {
+				return failed(errors.New("--idle-timeout must not be negative"))
+			}
 			spec.Name, spec.Carry, spec.ReportAllowed = opts.name, opts.carry, opts.reportAllowed
+			spec.IdleTimeout = sandbox.Duration(opts.idle)
 			ctx, cancel := commandContext()
 			defer cancel()
 			c, err := connectDaemon(ctx)
@@ -58,6 +67,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 	addSandboxFlags(f, &opts.sandboxFlags)
 	f.StringVar(&opts.name, "name", "", "a name for the session (unique; usable wherever an id is)")
 	f.BoolVar(&opts.carry, "carry", false, "keep the directory and exported variables a script leaves for the next exec")
+	f.DurationVar(&opts.idle, "idle-timeout", 0, "close the session after this long without a command running in it (0: never)")
 	f.BoolVar(&opts.reportAllowed, "report-allowed", false, "report allowed execs too (decisions, events)")
 	f.BoolVar(&opts.json, "json", false, "print the session as JSON")
 	return cmd

@@ -25,6 +25,7 @@ func SessionSpec(r api.SessionRequest) service.SessionSpec {
 	return service.SessionSpec{
 		Name: r.Name, Dir: r.Dir, RW: r.RW, RO: r.RO, Net: r.Net, Env: r.Env,
 		Policy: r.Policy, Carry: r.Carry, ReportAllowed: r.ReportAllowed,
+		IdleTimeout: msDuration(r.IdleTimeoutMs),
 	}
 }
 
@@ -33,6 +34,7 @@ func APISessionRequest(spec service.SessionSpec) api.SessionRequest {
 	return api.SessionRequest{
 		Name: spec.Name, Dir: spec.Dir, RW: spec.RW, RO: spec.RO, Net: spec.Net, Env: spec.Env,
 		Policy: spec.Policy, Carry: spec.Carry, ReportAllowed: spec.ReportAllowed,
+		IdleTimeoutMs: durationMs(spec.IdleTimeout),
 	}
 }
 
