@@ -351,7 +351,8 @@ func shellJoin(argv []string) string {
 }
 
 // Quote quotes s as one word for bash and every POSIX shell: single quotes,
-// with each ' written as '\”. Nothing inside single quotes is expanded.
+// a single quote inside is closed, escaped and reopened. Nothing inside
+// single quotes is expanded.
 func Quote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+@%") == "" {
 		return s
