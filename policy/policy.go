@@ -96,6 +96,9 @@ type Config struct {
 	// sandbox can write, or in memory (a memfd): files the workload could
 	// have written or downloaded itself (policy key deny_writable_exec).
 	DenyWritable bool
+	// Network, when set, filters the sandbox's network (--net filter):
+	// only connections its rules allow leave, through cordon's proxy.
+	Network *Network
 }
 
 // WritableRule is the rule a Decide result names when Config.DenyWritable
@@ -212,6 +215,8 @@ type Policy struct {
 	ident []identEntry
 	// files, when set by WithFiles, gives access to file identity.
 	files Files
+	// net is the compiled network section; nil when the policy has none.
+	net *NetPolicy
 }
 
 // progRules are the matchers of one program name, indexed a second time by
@@ -319,6 +324,12 @@ func Compile(cfg Config) (*Policy, error) {
 		pr.add(nr.m, p.matchers)
 	}
 	p.buildIdent()
+	if cfg.Network != nil {
+		var err error
+		if p.net, err = compileNetwork(cfg.Network); err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
 	for _, ex := range cfg.Examples {
 		if len(ex.Argv) == 0 {
@@ -387,6 +398,10 @@ func (p *Policy) WithFiles(f Files) *Policy {
 	q.files = f
 	return &q
 }
+
+// Network returns the compiled network section, or nil when the policy
+// says nothing about the network.
+func (p *Policy) Network() *NetPolicy { return p.net }
 
 // DenyWritable reports whether executables the sandbox can write are refused.
 func (p *Policy) DenyWritable() bool { return p.denyWritable }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -71,6 +72,11 @@ type Sandbox struct {
 	// the kernel empties a pid namespace before its init finishes exiting.
 	nsInit int
 	stderr *setupOutput
+	// filtered: --net filter; proxy serves its listeners and execs
+	// records what each process was exec'd as.
+	filtered bool
+	proxy    *netproxy.Proxy
+	execs    *execTable
 
 	sendMu sync.Mutex // one frame at a time on conn
 
@@ -210,7 +216,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 	s.sendMu.Lock()
 	err := s.conn.send(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
-		Argv: toBytes(req.Argv), Env: toBytes(WorkloadEnv(req.Env)), Dir: []byte(req.Dir),
+		Argv: toBytes(req.Argv), Env: toBytes(s.workloadEnv(req.Env)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),
 	}, fds...)
 	s.sendMu.Unlock()
@@ -326,4 +332,14 @@ func nsInitPidfd(initPid int) int {
 		return -1
 	}
 	return fd
+}
+
+// workloadEnv is a spawned process's environment: WorkloadEnv, and the
+// proxy's variables in a filtered sandbox.
+func (s *Sandbox) workloadEnv(env []string) []string {
+	env = WorkloadEnv(env)
+	if s.filtered {
+		env = ProxyEnv(env)
+	}
+	return env
 }

@@ -68,13 +68,40 @@ func policyDocument(cfg policy.Config) (string, error) {
 		Ask     string `yaml:"ask,omitempty"`
 		Message string `yaml:"message,omitempty"`
 	}
+	type netRule struct {
+		Deny    string   `yaml:"deny,omitempty"`
+		Allow   string   `yaml:"allow,omitempty"`
+		Ask     string   `yaml:"ask,omitempty"`
+		For     []string `yaml:"for,omitempty"`
+		Message string   `yaml:"message,omitempty"`
+	}
+	type network struct {
+		Rules []netRule `yaml:"rules"`
+	}
 	doc := struct {
-		Version      int    `yaml:"version"`
-		Default      string `yaml:"default"`
-		Defaults     bool   `yaml:"defaults"`
-		DenyWritable bool   `yaml:"deny_writable_exec"`
-		Rules        []rule `yaml:"rules"`
+		Version      int      `yaml:"version"`
+		Default      string   `yaml:"default"`
+		Defaults     bool     `yaml:"defaults"`
+		DenyWritable bool     `yaml:"deny_writable_exec"`
+		Rules        []rule   `yaml:"rules"`
+		Network      *network `yaml:"network,omitempty"`
 	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}}
+	if cfg.Network != nil {
+		// A network section, even empty, means a filtered network.
+		doc.Network = &network{Rules: []netRule{}}
+		for _, r := range cfg.Network.Rules {
+			out := netRule{For: r.For, Message: r.Message}
+			switch r.Decision {
+			case policy.Deny:
+				out.Deny = r.Pattern
+			case policy.Allow:
+				out.Allow = r.Pattern
+			case policy.Ask:
+				out.Ask = r.Pattern
+			}
+			doc.Network.Rules = append(doc.Network.Rules, out)
+		}
+	}
 	for _, r := range cfg.Rules {
 		if r.Override {
 			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)
