@@ -43,6 +43,11 @@ type SandboxOptions struct {
 	// supervisor.Options); both run on the supervisor's goroutine.
 	Ask        func(*supervisor.Verdict) bool
 	OnDecision func(*supervisor.Verdict)
+	// OnNet and AskNet receive the network records and answer the network
+	// ask decisions of a filtered sandbox (a policy with a network
+	// section, or Net filter); they run on the proxy's goroutines.
+	OnNet  func(*netproxy.Record)
+	AskNet func(*netproxy.Record) bool
 	// SearchPath is the processes' PATH (supervisor.Options.SearchPath).
 	SearchPath string
 	// Verify selects race-free verification (supervisor.Options.Verify).
@@ -161,6 +166,8 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 		policy: o.Policy,
 		sup:    supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify},
 		log:    o.Logger,
+		onNet:  o.OnNet,
+		askNet: o.AskNet,
 	})
 	if err != nil {
 		return nil, err

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -128,7 +130,16 @@ func policyDocument(cfg policy.Config) (string, error) {
 // escape sequences.
 func printDecisions(w io.Writer, ds []sandbox.ExecDecision) {
 	for _, d := range ds {
-		if d.Decision == "deny" {
+		switch {
+		case d.Decision != "deny":
+		case d.Kind == "net":
+			by := "an unidentified process"
+			if len(d.Argv) > 0 {
+				by = supervisor.FormatArgv(d.Argv)
+			}
+			fmt.Fprintf(w, "cordon: denied: connect %s by %s (rule: %s)\n",
+				net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), by, d.Rule)
+		default:
 			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", supervisor.FormatArgv(d.Argv), d.Rule)
 		}
 	}

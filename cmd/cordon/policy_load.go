@@ -19,9 +19,9 @@ type ruleFlags struct {
 	file              string
 	deny, allow       []string
 	denyNet, allowNet []string
-	def         string
-	noDefaults  bool
-	noWritable  bool
+	def               string
+	noDefaults        bool
+	noWritable        bool
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
