@@ -263,8 +263,8 @@ func TestNetFilterBypasses(t *testing.T) {
 				fmt.Sprintf("cordon: denied: connect 127.0.0.1:%d by curl", s.httpsPort)},
 		},
 		{
-			name:  "a Host header naming another site is not relayed",
-			rules: []string{"--allow-net", allowed},
+			name:   "a Host header naming another site is not relayed",
+			rules:  []string{"--allow-net", allowed},
 			script: fmt.Sprintf("curl -sS -m 10 -H 'Host: evil.example' http://%s/h; curl -sS -m 10 -w ' code=%%{http_code}' -H 'Host: %s' http://%s/", allowed, allowed, other),
 			stdout: []string{"hello host=" + allowed + " path=/h", "code=403"},
 			notOut: []string{"evil.example path"},
@@ -547,4 +547,3 @@ func TestNetFilterFenceAndFlags(t *testing.T) {
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "--allow-net")
 }
-
