@@ -40,8 +40,10 @@ func netMode(asked bwrap.Net, pol *policy.Policy, iso Isolation) (bwrap.Net, err
 
 // ProxyEnv returns env with the variables that point proxy-aware clients
 // at cordon's proxy on the sandbox's loopback (--net filter). Values the
-// caller had for them are replaced: no other proxy is reachable.
-func ProxyEnv(env []string) []string {
+// caller had for them are replaced: no other proxy is reachable. exe, when
+// set, is cordon's binary as the sandbox sees it: git over ssh gets it as
+// ssh's ProxyCommand (unless GIT_SSH_COMMAND is set already).
+func ProxyEnv(env []string, exe string) []string {
 	httpURL := fmt.Sprintf("http://127.0.0.1:%d", ProxyHTTPPort)
 	socksURL := fmt.Sprintf("socks5h://127.0.0.1:%d", ProxySOCKSPort)
 	noProxy := "localhost,127.0.0.1,::1"
@@ -75,6 +77,9 @@ func ProxyEnv(env []string) []string {
 	}
 	for _, kv := range set {
 		out = append(out, kv[0]+"="+kv[1])
+	}
+	if exe != "" && !strings.ContainsAny(exe, "'\"\\ %") && envValue(env, "GIT_SSH_COMMAND") == "" {
+		out = append(out, "GIT_SSH_COMMAND=ssh -o ProxyCommand='"+exe+" "+ConnectArg+" %h %p'")
 	}
 	return append(out, "JAVA_TOOL_OPTIONS="+java)
 }

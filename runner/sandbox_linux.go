@@ -82,6 +82,7 @@ type Sandbox struct {
 	filtered bool
 	proxy    *netproxy.Proxy
 	execs    *execTable
+	exe      string // cordon's binary, as the sandbox sees it
 
 	sendMu sync.Mutex // one frame at a time on conn
 
@@ -346,7 +347,7 @@ func nsInitPidfd(initPid int) int {
 func (s *Sandbox) workloadEnv(env []string) []string {
 	env = WorkloadEnv(env)
 	if s.filtered {
-		env = ProxyEnv(env)
+		env = ProxyEnv(env, s.exe)
 	}
 	return env
 }

@@ -202,9 +202,6 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	execs := newExecTable()
 	if filtered {
 		cfg.NetListen = true
-		if !cfg.Session {
-			cfg.Env = ProxyEnv(cfg.Env)
-		}
 		dirs, files := unixSocketHides()
 		sp.box.Hide = append(dirs, sp.box.Hide...)
 		sp.box.HideFiles = append(files, sp.box.HideFiles...)
@@ -220,6 +217,9 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	argv, err := sp.argv()
 	if err != nil {
 		return nil, err
+	}
+	if filtered && !cfg.Session {
+		cfg.Env = ProxyEnv(cfg.Env, sp.exe)
 	}
 	conn, childEnd, err := newControlPair()
 	if err != nil {
@@ -261,6 +261,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		nsInit:   -1,
 		filtered: filtered,
 		execs:    execs,
+		exe:      sp.exe,
 	}
 	if sp.stderr != nil {
 		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
@@ -318,6 +319,7 @@ func (sp *startSpec) argv() ([]string, error) {
 		if err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
 		}
+		sp.exe = exe
 	}
 	if sp.isolation == IsolationNone {
 		return []string{exe, InitArg}, nil

@@ -547,3 +547,28 @@ func TestNetFilterFenceAndFlags(t *testing.T) {
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "--allow-net")
 }
+
+// TestNetFilterSSHProxyCommand: git over ssh goes through the proxy with
+// cordon's own binary as ssh's ProxyCommand (GIT_SSH_COMMAND), decided like
+// any connection.
+func TestNetFilterSSHProxyCommand(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "git")
+	requireTool(t, "ssh")
+	dir := t.TempDir()
+	s := startNetServers(t, dir)
+	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
+	other := fmt.Sprintf("%d", s.httpsPort)
+	script := noNoProxy + fmt.Sprintf(`
+case "$GIT_SSH_COMMAND" in *"__cordon-connect %%h %%p'"*) echo ssh-command-set;; esac
+helper=$(echo "$GIT_SSH_COMMAND" | sed "s/.*ProxyCommand='\([^ ]*\) .*/\1/")
+printf 'GET /tunnel HTTP/1.0\r\n\r\n' | "$helper" __cordon-connect 127.0.0.1 %d
+GIT_TERMINAL_PROMPT=0 git ls-remote ssh://git@127.0.0.1:%s/x.git; echo git-rc=$?
+`, s.httpPort, other)
+	r := runCordon(t, runOpts{dir: dir}, "--allow-net", allowed, "--", "sh", "-c", script)
+	assert.Contains(t, r.stdout, "ssh-command-set", r.stderr)
+	assert.Contains(t, r.stdout, "hello host= path=/tunnel")
+	assert.Contains(t, r.stdout, "git-rc=128")
+	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:"+other+" by ")
+	assert.Contains(t, r.stderr, "__cordon-connect 127.0.0.1 "+other)
+}
