@@ -546,6 +546,11 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, peer netip.
 // splice copies both ways until both directions end, half-closing as each
 // side finishes, and returns the bytes sent up (client to server) and down.
 func splice(client, server net.Conn) (up, down int64) {
+	// Copy between the kernel's sockets themselves: io.Copy between two
+	// *net.TCPConn uses splice(2), so the bytes never enter user space.
+	if sc, ok := client.(*slotConn); ok {
+		client = sc.Conn
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
