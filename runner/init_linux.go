@@ -264,9 +264,12 @@ const (
 )
 
 // proxyListeners listens on the sandbox's loopback at the proxy ports and
-// returns the listening sockets (HTTP, SOCKS), close-on-exec.
+// returns the listening sockets (HTTP, SOCKS), then a sock_diag netlink
+// socket of the sandbox's network namespace (the host asks it which socket
+// is the client of a proxy connection), all close-on-exec.
 func proxyListeners() ([]int, error) {
 	var fds []int
+
 	for _, port := range []int{ProxyHTTPPort, ProxySOCKSPort} {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -284,5 +287,10 @@ func proxyListeners() ([]int, error) {
 			return nil, os.NewSyscallError("listen", err)
 		}
 	}
-	return fds, nil
+	diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		closeAll(fds)
+		return nil, os.NewSyscallError("socket(NETLINK_SOCK_DIAG)", err)
+	}
+	return append(fds, diag), nil
 }

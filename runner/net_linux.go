@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
+	"golang.org/x/sys/unix"
 )
 
 // netMode is the network mode a sandbox gets: a policy with a network
@@ -218,8 +220,12 @@ func (t *execTable) lookup(pid int) (progs, argv []string, ok bool) {
 // processes below the init that hold that inode. The programs are those
 // every holder and its ancestors were proven to be exec'd as; anything
 // unknown leaves them empty, so rules limited to programs fail closed.
-func netOwner(initPid int, execs *execTable, peer netip.AddrPort) netproxy.Owner {
-	inode := socketInode(initPid, peer)
+func netOwner(initPid int, diag *sockDiag, execs *execTable, peer netip.AddrPort) netproxy.Owner {
+	inode := diag.inode(peer)
+	if inode == "" {
+		// Slower (the kernel walks its whole TCP table), same answer.
+		inode = socketInode(initPid, peer)
+	}
 	if inode == "" {
 		return netproxy.Owner{}
 	}
@@ -355,8 +361,11 @@ func socketHolders(initPid int, link string) []int {
 	return out
 }
 
-// startProxy serves the proxy listeners the init sent (HTTP, SOCKS).
+// startProxy serves the proxy listeners the init sent (HTTP, SOCKS) and
+// keeps its sock_diag socket for attribution.
 func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
+	s.diag = &sockDiag{fd: fds[2]}
+	fds = fds[:2]
 	var ls []net.Listener
 	for _, fd := range fds {
 		f := os.NewFile(uintptr(fd), "proxy-listener")
@@ -374,10 +383,10 @@ func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
 	if sp.policy != nil {
 		np = sp.policy.Network()
 	}
-	initPid, execs := s.initPid, s.execs
+	initPid, execs, diag := s.initPid, s.execs, s.diag
 	s.proxy = netproxy.New(netproxy.Options{
 		Policy:   np,
-		Owner:    func(peer netip.AddrPort) netproxy.Owner { return netOwner(initPid, execs, peer) },
+		Owner:    func(peer netip.AddrPort) netproxy.Owner { return netOwner(initPid, diag, execs, peer) },
 		Ask:      sp.askNet,
 		OnRecord: sp.onNet,
 	})
@@ -397,4 +406,104 @@ func NetDenialLine(r *netproxy.Record) string {
 	}
 	return fmt.Sprintf("cordon: denied: connect %s by %s (rule: %s)",
 		net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))), by, r.RuleText())
+}
+
+// sockDiag asks the kernel, through a NETLINK_SOCK_DIAG socket made in the
+// sandbox's network namespace, for the inode of one TCP socket: an exact
+// lookup, where reading /proc/PID/net/tcp walks every socket of the host
+// (milliseconds per connection on a busy host).
+type sockDiag struct {
+	mu  sync.Mutex // one request at a time on fd
+	fd  int        // guarded by mu; -1 once closed
+	seq uint32     // guarded by mu
+}
+
+// inode returns the inode of the sandbox's TCP socket whose local address
+// is peer and whose remote is one of the proxy's ports, or "".
+func (d *sockDiag) inode(peer netip.AddrPort) string {
+	if d == nil {
+		return ""
+	}
+	for _, port := range []uint16{ProxyHTTPPort, ProxySOCKSPort} {
+		if ino, ok := d.lookup(peer, port); ok {
+			return strconv.FormatUint(uint64(ino), 10)
+		}
+	}
+	return ""
+}
+
+// lookup sends one SOCK_DIAG_BY_FAMILY request (inet_diag_req_v2 with the
+// exact socket id, no cookie) and reads the answer's idiag_inode.
+func (d *sockDiag) lookup(peer netip.AddrPort, proxyPort uint16) (uint32, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd < 0 {
+		return 0, false
+	}
+	d.seq++
+	src := peer.Addr().Unmap()
+	family, dst := byte(unix.AF_INET), netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	if src.Is6() {
+		family, dst = unix.AF_INET6, netip.IPv6Loopback()
+	}
+	const hdr, reqLen = 16, 56
+	b := make([]byte, hdr+reqLen)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[0:], uint32(len(b)))
+	ne.PutUint16(b[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(b[6:], unix.NLM_F_REQUEST)
+	ne.PutUint32(b[8:], d.seq)
+	r := b[hdr:]
+	r[0], r[1] = family, unix.IPPROTO_TCP
+	ne.PutUint32(r[4:], 0xffffffff) // every state
+	id := r[8:]
+	binary.BigEndian.PutUint16(id[0:], peer.Port())
+	binary.BigEndian.PutUint16(id[2:], proxyPort)
+	if family == unix.AF_INET {
+		a4, d4 := src.As4(), dst.As4()
+		copy(id[4:], a4[:])
+		copy(id[20:], d4[:])
+	} else {
+		a16, d16 := src.As16(), dst.As16()
+		copy(id[4:], a16[:])
+		copy(id[20:], d16[:])
+	}
+	ne.PutUint32(id[40:], 0xffffffff) // INET_DIAG_NOCOOKIE
+	ne.PutUint32(id[44:], 0xffffffff)
+	if err := unix.Sendto(d.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return 0, false
+	}
+	buf := make([]byte, 8192)
+	for {
+		// Bounded: a kernel that does not answer must not hold a
+		// connection's decision (the fd has no timeout of its own).
+		fds := []unix.PollFd{{Fd: int32(d.fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 1000); err != nil || n == 0 {
+			return 0, false
+		}
+		n, _, err := unix.Recvfrom(d.fd, buf, 0)
+		if err != nil || n < hdr {
+			return 0, false
+		}
+		msg := buf[:n]
+		if ne.Uint32(msg[8:]) != d.seq {
+			continue // an answer to an earlier request that timed out
+		}
+		if ne.Uint16(msg[4:]) != unix.SOCK_DIAG_BY_FAMILY || n < hdr+72 {
+			return 0, false // NLMSG_ERROR: no such socket
+		}
+		return ne.Uint32(msg[hdr+68:]), true
+	}
+}
+
+func (d *sockDiag) close() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
 }

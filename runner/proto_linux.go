@@ -110,8 +110,9 @@ type initMsg struct {
 	// PtraceOnly, on msgListener, says that no listener could be had
 	// (another one exists above us): no fd comes with the message.
 	PtraceOnly bool `json:"ptrace_only,omitempty"`
-	// NetListeners, on msgListener, counts the proxy listeners sent after
-	// the notify listener (HTTP, then SOCKS).
+	// NetListeners, on msgListener, counts the descriptors of the network
+	// filter sent after the notify listener: the HTTP and SOCKS listeners
+	// and the sock_diag socket.
 	NetListeners int `json:"net_listeners,omitempty"`
 }
 

@@ -83,6 +83,7 @@ type Sandbox struct {
 	proxy    *netproxy.Proxy
 	execs    *execTable
 	exe      string // cordon's binary, as the sandbox sees it
+	diag     *sockDiag
 
 	sendMu sync.Mutex // one frame at a time on conn
 

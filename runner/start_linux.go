@@ -387,7 +387,7 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	}
 	netWant := 0
 	if cfg.NetListen {
-		netWant = 2
+		netWant = 3
 	}
 	if len(fds) != want+netWant || m.NetListeners != netWant || s.conn.pid <= 0 {
 		closeAll(fds)
@@ -539,6 +539,7 @@ func (s *Sandbox) stop() {
 		if s.proxy != nil {
 			_ = s.proxy.Close()
 		}
+		s.diag.close()
 		if s.sup != nil {
 			s.sup.Shutdown()
 			if wait(s.sup.Done(), "the supervisor") {
