@@ -543,6 +543,16 @@ func TestNetFilterFenceAndFlags(t *testing.T) {
 	assert.Contains(t, r.stdout, "allow  127.0.0.1")
 	assert.Contains(t, r.stdout, "--deny-net")
 
+	// ask rules: denied unless --ask says otherwise, with the rule's message.
+	askPol := filepath.Join(t.TempDir(), "ask.yaml")
+	require.NoError(t, os.WriteFile(askPol, []byte("network:\n  rules:\n    - ask: \""+allowed+"\"\n      message: ask me\n"), 0o644))
+	script := noNoProxy + "curl -sS -m 10 http://" + allowed + "/asked"
+	r = runCordon(t, runOpts{dir: dir}, "--policy", askPol, "--", "sh", "-c", script)
+	assert.NotContains(t, r.stdout, "path=/asked")
+	assert.Contains(t, r.stderr, `(rule: ask "`+allowed+`": ask me)`)
+	r = runCordon(t, runOpts{dir: dir}, "--policy", askPol, "--ask", "allow", "--", "sh", "-c", script)
+	assert.Contains(t, r.stdout, "path=/asked", r.stderr)
+
 	r = runCordon(t, runOpts{dir: dir}, "--allow-net", "ex*ample.com", "--", "true")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "--allow-net")
