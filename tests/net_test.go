@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testchild"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -430,8 +431,9 @@ curl -sS -m 30 http://%[1]s/after; touch ready2; wait_for go2
 	cmd := exec.Command(cordonBin, "--allow-net", allowed, "--", "sh", "-c", script)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), raceEnv)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Read while cordon writes: locked buffers.
+	stdout, stderr := &testchild.LockedBuffer{}, &testchild.LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -446,7 +448,9 @@ curl -sS -m 30 http://%[1]s/after; touch ready2; wait_for go2
 			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 				return
 			}
-			require.True(t, time.Now().Before(deadline), "no %s; stdout: %s\nstderr: %s", name, stdout.String(), stderr.String())
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s; stdout: %s\nstderr: %s", name, stdout.String(), stderr.String())
+			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}

@@ -177,8 +177,10 @@ func loadPolicyFile(file string, warn io.Writer, use trustUse) (*config.Loaded, 
 		for _, w := range l.Warnings {
 			fmt.Fprintf(warn, "cordon: warning: %s\n", w)
 		}
-		for _, n := range l.File.Notices {
-			fmt.Fprintf(warn, "cordon: notice: %s\n", n)
+		if l.File != nil {
+			for _, n := range l.File.Notices {
+				fmt.Fprintf(warn, "cordon: notice: %s\n", n)
+			}
 		}
 		if err == nil && !l.Trusted {
 			fmt.Fprintf(warn, "cordon: warning: %s is not trusted: a run refuses it until you review it and run \"cordon policy trust %s\"\n", l.Path, l.Path)
