@@ -195,9 +195,10 @@ type NetQuery struct {
 	// Host is normalised (NormalizeHost); Port is the destination port.
 	Host string
 	Port uint16
-	// Programs are the programs the connecting process and its ancestors
-	// were proven to be started as (paths). Empty when the process could
-	// not be identified: then no rule limited with For matches.
+	// Programs are the For entries the connecting process or one of its
+	// ancestors was proven, at an exec, to be an instance of (see
+	// supervisor.Recognize). Empty when the process could not be
+	// identified: then no rule limited with For matches.
 	Programs []string
 }
 
@@ -226,6 +227,22 @@ func (r NetResult) RuleText() string {
 // NetPolicy is a compiled network section, safe for concurrent use.
 type NetPolicy struct {
 	rules []NetRule
+}
+
+// ForPrograms returns, once each, the programs rules are limited to (the
+// names and paths of every rule's For), in order.
+func (n *NetPolicy) ForPrograms() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range n.rules {
+		for _, f := range r.For {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 // Rules returns the network rules in order.
@@ -306,6 +323,12 @@ func compileNetwork(nw *Network) (*NetPolicy, error) {
 		}
 		if r.Host == "" {
 			return nil, fmt.Errorf("%s: network rule without a host", r.Source)
+		}
+		for _, f := range r.For {
+			// A program is one word, as the first word of an exec rule.
+			if f == "" || strings.ContainsAny(f, " \t\n\"'\\{}") {
+				return nil, fmt.Errorf("%s: for: %q: want a program name or path, one word", r.Source, f)
+			}
 		}
 	}
 	var errs []error

@@ -133,13 +133,17 @@ func unixSocketHides() (dirs, files []string) {
 // the supervisor's allowed decisions: the one account of a process's
 // program that the process cannot rewrite (unlike /proc/PID/cmdline).
 type execTable struct {
+	// recognize says which of the network rules' for: programs an exec
+	// is (set before the supervisor runs; nil: none).
+	recognize func(e *policy.Exec) []string
+
 	mu sync.Mutex
 	m  map[int]*execEntry // guarded by mu; keyed by host pid
 }
 
 type execEntry struct {
 	start uint64   // the process's start time: with the pid, one process
-	progs []string // programs it was exec'd as, in order (trusted ones only)
+	progs []string // for: programs it was exec'd as (supervisor.Recognize)
 	argv  []string // its last exec's argv
 	image string   // its last exec's file, or its innermost interpreter
 }
@@ -180,9 +184,39 @@ func (t *execTable) note(d *supervisor.Verdict) {
 	e.argv, e.image = append([]string(nil), d.Exec.Argv...), image
 	// A program the sandbox could have written proves nothing about what
 	// runs: a copy of curl named npm must not pass for npm.
-	if !d.Exec.Writable && d.Exec.Resolved != "" && len(e.progs) < 32 {
-		e.progs = append(e.progs, d.Exec.Resolved)
+	if !d.Exec.Writable && t.recognize != nil && len(e.progs) < 32 {
+		e.progs = append(e.progs, t.recognize(&d.Exec)...)
 	}
+}
+
+// forRecognizer returns what execTable.recognize does for the network
+// rules' for: programs: one single-rule exec policy per program ("allow
+// npm", default deny), decided by the supervisor with its view of the
+// sandbox's files, so a program is recognised by identity as exec rules
+// recognise it.
+func forRecognizer(sup *supervisor.Supervisor, np *policy.NetPolicy) (func(*policy.Exec) []string, error) {
+	names := np.ForPrograms()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	pols := make([]*policy.Policy, len(names))
+	for i, n := range names {
+		p, err := policy.Compile(policy.Config{Default: policy.Deny,
+			Rules: []policy.Rule{{Decision: policy.Allow, Pattern: n, Source: "for: " + n}}})
+		if err != nil {
+			return nil, fmt.Errorf("network rule for: %q: %w", n, err)
+		}
+		pols[i] = p
+	}
+	return func(e *policy.Exec) []string {
+		var out []string
+		for i, p := range pols {
+			if sup.Recognize(p, e).Decision == policy.Allow {
+				out = append(out, names[i])
+			}
+		}
+		return out
+	}, nil
 }
 
 // prune drops entries whose process is gone. Preconditions: t.mu held.

@@ -412,6 +412,14 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 		closeAll(netFDs)
 		return fmt.Errorf("starting the supervisor: %w", err)
 	}
+	if sp.policy != nil && sp.policy.Network() != nil {
+		// Before the supervisor runs: every exec is recognised.
+		if s.execs.recognize, err = forRecognizer(s.sup, sp.policy.Network()); err != nil {
+			closeAll(netFDs)
+			_ = s.sup.Close()
+			return err
+		}
+	}
 	if len(netFDs) > 0 {
 		if err := s.startProxy(netFDs, &sp); err != nil {
 			return err

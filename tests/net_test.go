@@ -396,6 +396,37 @@ cp %[3]s bin/curl && bin/curl -sS -m 10 http://%[1]s/copy
 	assert.Contains(t, r.stderr, "cordon: denied: connect "+allowed+" by bin/curl")
 }
 
+// TestNetFilterForScript: for: names a program as exec rules do, by
+// identity: npm is a symlink to a node script run through env, and its
+// connections are npm's; a symlink named npm to curl is not npm.
+func TestNetFilterForScript(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "npm")
+	curl := requireTool(t, "curl")
+	dir := t.TempDir()
+	s := startNetServers(t, dir)
+	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
+	script := noNoProxy + fmt.Sprintf(`
+unset npm_config_noproxy
+npm ping --fetch-retries=0 --cache "$PWD/.npm" --registry http://%[1]s/ >/dev/null 2>&1; echo npm-rc=$?
+ln -s %[2]s npm && ./npm -sS -m 10 http://%[1]s/fake-npm
+`, allowed, curl)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte(fmt.Sprintf("network:\n  rules:\n    - allow: \"%s\"\n      for: npm\n", allowed)), 0o644))
+	r := runCordon(t, runOpts{dir: dir, timeout: 60 * time.Second}, "--policy", pol, "--audit", audit, "--", "sh", "-c", script)
+	assert.NotContains(t, r.stdout, "path=/fake-npm", r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied: connect "+allowed+" by ./npm")
+	var npmAllowed bool
+	for _, l := range netLines(t, audit) {
+		if strings.Contains(fmt.Sprint(l["argv"]), "ping") {
+			assert.Equal(t, "allow", l["decision"], "npm's connection: %v", l)
+			npmAllowed = true
+		}
+	}
+	assert.True(t, npmAllowed, "npm connected through the proxy: %s", r.stderr)
+}
+
 // TestNetFilterProxyLoad: a slowloris and a burst of 10,000 connections from
 // inside the sandbox neither stop the proxy nor leave descriptors open in
 // cordon.
