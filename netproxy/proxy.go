@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/netip"
@@ -146,7 +147,9 @@ func New(o Options) *Proxy {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, peerKey{}, c.RemoteAddr())
 		},
-		ErrorLog: nil,
+		// Malformed requests are the workload's business; they get their
+		// HTTP error, not a line on the user's terminal.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	return p
 }

@@ -88,7 +88,10 @@ type SessionSpec struct {
 	// RW and RO are extra paths bound read-write and read-only.
 	RW []string `json:"rw,omitempty"`
 	RO []string `json:"ro,omitempty"`
-	// Net is "host" (default) or "none" (loopback only).
+	// Net is "host" (default), "none" (loopback only) or "filter"
+	// (loopback, and cordon's proxy deciding each connection by the
+	// policy's network section). A policy with a network section is
+	// filtered unless Net is "none".
 	Net string `json:"net,omitempty"`
 	// Env is the processes' base environment ("KEY=value"); nil means
 	// sandbox.Options.Env.
