@@ -39,19 +39,23 @@ type configMsg struct {
 	// Session selects the session mode (see session_init_linux.go): no
 	// command of its own; the init spawns processes on request.
 	Session bool `json:"session,omitempty"`
+	// NetListen asks the init for the proxy listeners on the sandbox's
+	// loopback (--net filter), sent with the notify listener.
+	NetListen bool `json:"net_listen,omitempty"`
 }
 
 // wireConfig is configMsg as it travels: JSON strings would replace bytes
 // that are not UTF-8 (a file name in Latin-1, an odd environment value), so
 // argv, env and the directory travel as bytes (base64 in JSON).
 type wireConfig struct {
-	Argv     [][]byte `json:"argv"`
-	Env      [][]byte `json:"env"`
-	Dir      []byte   `json:"dir"`
-	Filter   []byte   `json:"filter"`
-	Fallback []byte   `json:"fallback"`
-	Reap     bool     `json:"reap"`
-	Session  bool     `json:"session,omitempty"`
+	Argv      [][]byte `json:"argv"`
+	Env       [][]byte `json:"env"`
+	Dir       []byte   `json:"dir"`
+	Filter    []byte   `json:"filter"`
+	Fallback  []byte   `json:"fallback"`
+	Reap      bool     `json:"reap"`
+	Session   bool     `json:"session,omitempty"`
+	NetListen bool     `json:"net_listen,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -72,7 +76,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -81,7 +85,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen}
 	return nil
 }
 
@@ -106,6 +110,10 @@ type initMsg struct {
 	// PtraceOnly, on msgListener, says that no listener could be had
 	// (another one exists above us): no fd comes with the message.
 	PtraceOnly bool `json:"ptrace_only,omitempty"`
+	// NetListeners, on msgListener, counts the descriptors of the network
+	// filter sent after the notify listener: the HTTP and SOCKS listeners
+	// and the sock_diag socket.
+	NetListeners int `json:"net_listeners,omitempty"`
 }
 
 // frameConn sends and receives frames, with descriptors and the sender's
