@@ -35,6 +35,11 @@ const (
 	// Output encodings of POST /v1/exec.
 	EncodingText   = "text"
 	EncodingBase64 = "base64"
+	// EventResult is the event that ends a streamed POST /v1/exec
+	// (?stream=1): its data is the ExecResult. The stdout and stderr
+	// events before it are Events; an "error" event (an Error) ends a
+	// stream that failed after output was sent.
+	EventResult = "result"
 	// DefaultKillGraceMs is POST /v1/processes/{id}/kill's default grace.
 	DefaultKillGraceMs = 5000
 )

@@ -69,6 +69,9 @@ func (c *Client) CloseSession(ctx context.Context, session string) error {
 // byte. Cancelling ctx closes the connection, and the daemon kills the
 // command's tree.
 func (c *Client) Exec(ctx context.Context, req service.ExecRequest) (service.ExecResult, error) {
+	if req.Output != nil {
+		return c.execStream(ctx, req)
+	}
 	var out api.ExecResult
 	if err := c.call(ctx, "POST", api.PathExec, apiconv.APIExecRequest(req), &out); err != nil {
 		return service.ExecResult{}, err

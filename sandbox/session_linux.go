@@ -263,6 +263,7 @@ type procSpec struct {
 	listed    bool
 	snapshot  bool
 	maxOutput int
+	output    *outputStream // Exec's streamed output, or nil
 }
 
 // spawn starts a process: the pipes are made here, on the host, and
@@ -283,6 +284,7 @@ func (s *Session) spawn(ps procSpec) (*Process, error) {
 	} else {
 		p.stdout = &outputBuffer{max: ps.maxOutput}
 		p.stderr = &outputBuffer{max: ps.maxOutput}
+		p.output = ps.output
 	}
 	// The child's ends go to the init and are closed here once sent; ours
 	// are read (outputs) or written (stdin).
@@ -499,10 +501,16 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 		max = s.m.opts.MaxOutput
 	}
 	grace := s.grace(req.KillGrace)
+	var stream *outputStream
+	if req.Output != nil {
+		stream = &outputStream{fn: req.Output}
+		defer stream.stop()
+	}
 	p, err := s.spawn(procSpec{
 		argv: argv, shownArgv: req.Argv, script: req.Script,
 		dir: dir, env: mergeEnv(st.env, req.Env), stdin: req.Stdin,
 		stdinMode: StdinNone, snapshot: snapshot, maxOutput: max,
+		output: stream,
 	})
 	if err != nil {
 		return ExecResult{}, err

@@ -163,7 +163,19 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		spec := s.spec(sr)
 		lreq.Sandbox = &spec
 	}
+	var st *execStream
+	switch r.URL.Query().Get("stream") {
+	case "1", "true", "yes":
+		st = &execStream{w: w, rc: http.NewResponseController(w), encoding: req.Encoding}
+		lreq.Output = st.output
+	}
 	res, err := s.o.Service.Exec(r.Context(), lreq)
+	if st != nil && st.started() {
+		// The answer is already a stream: the result (or the failure)
+		// is its last event.
+		st.finish(s, res, err, lreq.Session, r.Context().Err() != nil)
+		return
+	}
 	if err != nil && (res.ExitedAt.IsZero() || r.Context().Err() != nil) {
 		// Nothing ran, or nobody is listening any more. A command whose
 		// session was closed under it has a result (lost: true): send it.

@@ -174,6 +174,11 @@ type ExecRequest struct {
 	// MaxOutput bounds the bytes kept of stdout and of stderr each; the
 	// rest is read and dropped (Truncated). Zero means sandbox.Options.MaxOutput.
 	MaxOutput int `json:"max_output,omitempty"`
+	// Output, when set, is given the command's output as it is read
+	// (kind EventStdout or EventStderr), before Exec returns; the result
+	// holds it too, up to MaxOutput. Calls are serialised; data is valid
+	// only during the call. None is made once Exec has returned.
+	Output func(kind EventKind, data []byte) `json:"-"`
 }
 
 // ExecResult is how an Exec ended. The command's tree is gone when Exec

@@ -34,7 +34,9 @@ func newExecCmd(opts *execOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- CMD [ARG...] | exec [flags] -c SCRIPT",
 		Short: "Run a command to completion through the daemon (in a session, or a throwaway sandbox)",
-		Long: `Run CMD to completion and pass its output and exit code through. With --session
+		Long: `Run CMD to completion and pass its output and exit code through; the output
+is passed on as the command writes it (through the daemon too: the API's
+POST /v1/exec?stream=1). With --session
 it runs in that session (its policy, its carried directory in carry mode);
 without, in a throwaway sandbox made like "cordon run" makes one (current
 directory writable, your environment, the policy found here and the rule
@@ -145,6 +147,20 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		defer c.Close()
 		svc = c
 	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	streamed := false
+	if !o.json {
+		// The output is passed through as the command writes it, not
+		// when it ends.
+		req.Output = func(kind sandbox.EventKind, data []byte) {
+			streamed = true
+			if kind == sandbox.EventStdout {
+				_, _ = stdout.Write(data)
+			} else {
+				_, _ = stderr.Write(data)
+			}
+		}
+	}
 	res, err := svc.Exec(ctx, req)
 	if err != nil && res.ExitedAt.IsZero() {
 		return interrupted(ctx, err)
@@ -154,8 +170,12 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	} else {
-		_, _ = cmd.OutOrStdout().Write(res.Stdout)
-		_, _ = cmd.ErrOrStderr().Write(res.Stderr)
+		if !streamed {
+			// Nothing came as a stream (a command that printed nothing,
+			// or a daemon that answers in one piece): the result has it.
+			_, _ = stdout.Write(res.Stdout)
+			_, _ = stderr.Write(res.Stderr)
+		}
 		printDecisions(cmd.ErrOrStderr(), res.Decisions)
 		switch {
 		case res.TimedOut:
@@ -163,7 +183,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		case res.Error != "" && !res.Denied:
 			fmt.Fprintf(cmd.ErrOrStderr(), "cordon: %s\n", res.Error)
 		}
-		if res.StdoutTruncated || res.StderrTruncated {
+		if !streamed && (res.StdoutTruncated || res.StderrTruncated) {
 			fmt.Fprintln(cmd.ErrOrStderr(), "cordon: output truncated")
 		}
 	}
