@@ -158,3 +158,42 @@ func withoutCordon(doc any, hook string) any {
 	}
 	return doc
 }
+
+// readmeBlock returns the first fenced block of kind lang after marker in
+// the README.
+func readmeBlock(t *testing.T, marker, lang string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	s := string(readme)
+	i := strings.Index(s, marker)
+	require.GreaterOrEqual(t, i, 0, "README has %q", marker)
+	j := strings.Index(s[i:], "```"+lang+"\n")
+	require.GreaterOrEqual(t, j, 0)
+	body := s[i+j+len("```"+lang+"\n"):]
+	return body[:strings.Index(body, "```")]
+}
+
+// TestReadmeAgentLines: the lines the README says to paste are what init
+// writes, and its whole-agent policy loads.
+func TestReadmeAgentLines(t *testing.T) {
+	for agent, marker := range map[string]string{
+		"claude": "Claude Code, `.claude/settings.json`", "codex": "Codex, `.codex/hooks.json`",
+		"gemini": "Gemini CLI, `.gemini/settings.json`", "cursor": "Cursor, `.cursor/hooks.json`",
+	} {
+		want := strings.ReplaceAll(readmeBlock(t, marker, "json"), "/usr/local/bin/cordon", cordonBin)
+		dir := t.TempDir()
+		r := runCordon(t, runOpts{dir: dir, env: []string{"HOME=" + t.TempDir()}}, "init", agent)
+		require.Equal(t, 0, r.code, r.stderr)
+		got, err := os.ReadFile(filepath.Join(dir, initExisting[agent].path))
+		require.NoError(t, err)
+		var w, g any
+		require.NoError(t, json.Unmarshal([]byte(want), &w), "README block for %s", agent)
+		require.NoError(t, json.Unmarshal(got, &g))
+		assert.Equal(t, w, g, agent)
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "p.yaml", readmeBlock(t, "The same as a policy file", "yaml"))
+	r := runCordon(t, runOpts{dir: dir}, "policy", "check", "--policy", "p.yaml", "--", "git", "push")
+	assert.Equal(t, 1, r.code, "%s\n%s", r.stdout, r.stderr)
+}
