@@ -790,7 +790,9 @@ func (s *Session) registerShim(p *Process, shimPid int) {
 		}
 	}
 	s.pending = keep
-	s.mu.Unlock()
+	// Delivered before mu is released: a later decision of the same
+	// process finds its owner only then (deliver), so it cannot overtake
+	// these in the stream.
 	for _, d := range mine {
 		if p.listed {
 			d.Process = p.id
@@ -798,6 +800,7 @@ func (s *Session) registerShim(p *Process, shimPid int) {
 		s.decisions.add(d)
 		p.addDecision(d)
 	}
+	s.mu.Unlock()
 }
 
 func (s *Session) unregisterShim(p *Process) {
