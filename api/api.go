@@ -14,6 +14,7 @@ const (
 	PathSessions      = "/v1/sessions"
 	PathSession       = "/v1/sessions/{id}"
 	PathDecisions     = "/v1/sessions/{id}/decisions"
+	PathAsk           = "/v1/sessions/{id}/asks/{ask}"
 	PathExec          = "/v1/exec"
 	PathProcesses     = "/v1/processes"
 	PathProcess       = "/v1/processes/{id}"
@@ -140,6 +141,10 @@ type SessionRequest struct {
 	Env    Env      `json:"env,omitempty"`
 	Policy string   `json:"policy,omitempty"`
 	Carry  bool     `json:"carry,omitempty"`
+	// AskTimeoutMs holds execs and connections the policy asks about for
+	// up to this long, for a client to answer (POST .../asks/{ask}); 0
+	// denies them at once.
+	AskTimeoutMs int64 `json:"ask_timeout_ms,omitempty"`
 	// IdleTimeoutMs closes the session after this long without a command
 	// running in it; 0 never.
 	IdleTimeoutMs int64 `json:"idle_timeout_ms,omitempty"`
@@ -200,6 +205,19 @@ type ExecDecision struct {
 	BytesUp    int64 `json:"bytes_up,omitempty"`
 	BytesDown  int64 `json:"bytes_down,omitempty"`
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// AskID is set on a pending ask (decision "ask" in a session with
+	// ask_timeout_ms): answer it with POST /v1/sessions/{id}/asks/{ask_id}
+	// before AskDeadline, or it is denied.
+	AskID       string     `json:"ask_id,omitempty"`
+	AskDeadline *time.Time `json:"ask_deadline,omitempty"`
+}
+
+// AskAnswer is the body of POST /v1/sessions/{id}/asks/{ask}.
+type AskAnswer struct {
+	Allow bool `json:"allow"`
+	// Remember applies the answer to the session's later asks about the
+	// same argv (exec) or host and port (net).
+	Remember bool `json:"remember,omitempty"`
 }
 
 // Exit is how a process ended.

@@ -79,6 +79,12 @@ func (c *Client) Exec(ctx context.Context, req service.ExecRequest) (service.Exe
 	return apiconv.ExecResult(out)
 }
 
+// AnswerAsk answers a session's pending ask (the AskID of an "ask"
+// decision on its stream).
+func (c *Client) AnswerAsk(ctx context.Context, session, ask string, a service.AskAnswer) error {
+	return c.call(ctx, "POST", "/v1/sessions/"+esc(session)+"/asks/"+esc(ask), api.AskAnswer{Allow: a.Allow, Remember: a.Remember}, nil)
+}
+
 // Start implements service.Service.
 func (c *Client) Start(ctx context.Context, req service.StartRequest) (service.ProcessInfo, error) {
 	var out api.Process

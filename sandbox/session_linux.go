@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,11 @@ type Session struct {
 	// after SessionSpec.IdleTimeout without any. Both guarded by mu.
 	busy int
 	idle *time.Timer
+	// asks are the pending asks clients may answer (SessionSpec.AskTimeout),
+	// by id; remembered holds answers given with Remember, by askKey.
+	// Both guarded by mu.
+	asks       map[string]chan AskAnswer
+	remembered map[string]bool
 
 	decisions *decisionLog // every exec decision of the session (Decisions)
 }
@@ -83,6 +89,9 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 			return nil, invalid("%v", err)
 		}
 	}
+	if spec.AskTimeout < 0 {
+		return nil, invalid("ask timeout %v is negative", time.Duration(spec.AskTimeout))
+	}
 	if spec.IdleTimeout < 0 {
 		return nil, invalid("idle timeout %v is negative", time.Duration(spec.IdleTimeout))
 	}
@@ -100,16 +109,18 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
 		m: m, id: id, name: spec.Name, spec: spec, createdAt: time.Now(),
-		log:       m.opts.Logger.With("session", id),
-		ctx:       ctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		state:     SessionRunning,
-		procs:     make(map[string]*Process),
-		byShim:    make(map[int]*Process),
-		askChains: make(map[*supervisor.Verdict][]int),
-		carry:     carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
-		decisions: newDecisionLog(m.opts.EventBuffer),
+		log:        m.opts.Logger.With("session", id),
+		ctx:        ctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		state:      SessionRunning,
+		procs:      make(map[string]*Process),
+		byShim:     make(map[int]*Process),
+		askChains:  make(map[*supervisor.Verdict][]int),
+		asks:       make(map[string]chan AskAnswer),
+		remembered: make(map[string]bool),
+		carry:      carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
+		decisions:  newDecisionLog(m.opts.EventBuffer),
 	}
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(startCtx, runner.SandboxOptions{
@@ -915,7 +926,7 @@ func toDecision(d *supervisor.Verdict, chain []int) ExecDecision {
 // process dies (a kill or timeout while the exec waits) or the session
 // ends.
 func (s *Session) ask(d *supervisor.Verdict) bool {
-	if s.spec.Ask == nil {
+	if s.spec.Ask == nil && s.spec.AskTimeout <= 0 {
 		return false
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -947,11 +958,77 @@ func (s *Session) ask(d *supervisor.Verdict) bool {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	id := ""
-	if p := s.deliver(chain, q); p != nil {
-		id = p.id
+	return s.askOne(ctx, chain, q)
+}
+
+// askOne publishes the pending ask q and returns the answer: SessionSpec.Ask's,
+// or a client's (AnswerAsk) within AskTimeout, or a remembered one. No
+// answer, the asking process's death or the session's end deny.
+func (s *Session) askOne(ctx context.Context, chain []int, q ExecDecision) bool {
+	if s.spec.Ask != nil {
+		id := ""
+		if p := s.deliver(chain, q); p != nil {
+			id = p.id
+		}
+		return s.spec.Ask(ctx, id, q)
 	}
-	return s.spec.Ask(ctx, id, q)
+	key := askKey(q)
+	ch := make(chan AskAnswer, 1)
+	s.mu.Lock()
+	if allow, ok := s.remembered[key]; ok {
+		s.mu.Unlock()
+		return allow
+	}
+	q.AskID = newID("a-")
+	s.asks[q.AskID] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.asks, q.AskID)
+		s.mu.Unlock()
+	}()
+	timeout := time.Duration(s.spec.AskTimeout)
+	q.AskDeadline = time.Now().Add(timeout)
+	s.deliver(chain, q)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case a := <-ch:
+		if a.Remember {
+			s.mu.Lock()
+			s.remembered[key] = a.Allow
+			s.mu.Unlock()
+		}
+		return a.Allow
+	case <-t.C:
+		s.log.Info("ask not answered in time: denied", "ask", q.AskID, "argv", q.Argv, "host", q.Host)
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// askKey is what a remembered answer applies to: the same argv for an
+// exec, the same host and port for a connection.
+func askKey(q ExecDecision) string {
+	if q.Kind == "net" {
+		return fmt.Sprintf("net\x00%s\x00%d", q.Host, q.Port)
+	}
+	return "exec\x00" + strings.Join(q.Argv, "\x00")
+}
+
+// AnswerAsk answers the pending ask id. An ask already answered, denied
+// by its timeout or never made is ErrNotFound.
+func (s *Session) AnswerAsk(id string, a AskAnswer) error {
+	s.mu.Lock()
+	ch, ok := s.asks[id]
+	delete(s.asks, id)
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("ask %q: %w (answered, timed out, or never made)", id, ErrNotFound)
+	}
+	ch <- a
+	return nil
 }
 
 // netDecision is a network record as the session's decision stream
@@ -991,7 +1068,7 @@ func (s *Session) onNet(r *netproxy.Record) {
 // askNet asks SessionSpec.Ask about a connection an ask rule covers; no
 // Ask, or no answer before the session ends, denies.
 func (s *Session) askNet(r *netproxy.Record) bool {
-	if s.spec.Ask == nil {
+	if s.spec.Ask == nil && s.spec.AskTimeout <= 0 {
 		return false
 	}
 	var chain []int
@@ -1000,9 +1077,5 @@ func (s *Session) askNet(r *netproxy.Record) bool {
 	}
 	q := netDecision(r, chain)
 	q.Decision = "ask"
-	id := ""
-	if p := s.deliver(chain, q); p != nil {
-		id = p.id
-	}
-	return s.spec.Ask(s.ctx, id, q)
+	return s.askOne(s.ctx, chain, q)
 }

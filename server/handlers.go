@@ -186,6 +186,31 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, apiconv.APIExecResult(res, req.Encoding))
 }
 
+// answerAsk answers a session's pending ask (an "ask" decision with an
+// ask_id on its decision stream).
+func (s *Server) answerAsk(w http.ResponseWriter, r *http.Request) {
+	aa, ok := s.o.Service.(AskAnswerer)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, api.CodeUnsupported, "this service cannot answer asks")
+		return
+	}
+	sess, err := s.sessionRef(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var body api.AskAnswer
+	if err := s.decode(w, r, &body); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := aa.AnswerAsk(r.Context(), sess, r.PathValue("ask"), service.AskAnswer{Allow: body.Allow, Remember: body.Remember}); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {
 	var req api.StartRequest
 	if err := s.decode(w, r, &req); err != nil {

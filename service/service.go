@@ -102,6 +102,11 @@ type SessionSpec struct {
 	// Carry keeps the working directory and exported environment that a
 	// script Exec leaves behind for the session's next Exec.
 	Carry bool `json:"carry,omitempty"`
+	// AskTimeout, when set and Ask is nil, holds an exec or connection
+	// the policy asks about for up to this long, for a client to answer
+	// (the "ask" decision on the session's stream carries an AskID; see
+	// AnswerAsk); no answer in time denies. Zero denies at once.
+	AskTimeout Duration `json:"ask_timeout,omitempty"`
 	// IdleTimeout, when set, closes the session after this long without a
 	// command running in it (an Exec, or a started process whose tree is
 	// not gone).
@@ -351,6 +356,19 @@ type ExecDecision struct {
 	BytesUp    int64 `json:"bytes_up,omitempty"`
 	BytesDown  int64 `json:"bytes_down,omitempty"`
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// AskID names a pending ask ("ask" decisions of a session with
+	// AskTimeout): the id to answer it with.
+	AskID string `json:"ask_id,omitempty"`
+	// AskDeadline is when a pending ask is denied without an answer.
+	AskDeadline time.Time `json:"ask_deadline,omitzero"`
+}
+
+// AskAnswer answers a pending ask. Remember applies the answer to every
+// later ask of the session about the same argv (exec) or host and port
+// (net).
+type AskAnswer struct {
+	Allow    bool `json:"allow"`
+	Remember bool `json:"remember,omitempty"`
 }
 
 // Scope is what Signal reaches.

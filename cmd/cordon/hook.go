@@ -24,7 +24,8 @@ import (
 // hookOptions holds the flags of "cordon hook".
 type hookOptions struct {
 	sandboxFlags
-	idle time.Duration
+	idle       time.Duration
+	askTimeout time.Duration
 }
 
 func newHookCmd(opts *hookOptions) *cobra.Command {
@@ -94,6 +95,7 @@ Sessions made by the hook end after --idle without a command, or with
 	f := cmd.Flags()
 	addSandboxFlags(f, &opts.sandboxFlags)
 	f.DurationVar(&opts.idle, "idle", time.Hour, "end a session the hook made after this long without a command (0: never)")
+	f.DurationVar(&opts.askTimeout, "ask-timeout", 0, "in a session the hook made, hold an exec an ask rule covers this long for an answer from cordon session asks (0: deny at once)")
 	return cmd
 }
 
@@ -149,7 +151,8 @@ func (o *hookOptions) answer(cmd *cobra.Command, call agent.Call) agent.Answer {
 	if verdict == policy.Ask {
 		ans.Verdict = agent.Ask
 		ans.Reason = reason + "; if you approve, it runs in cordon session " + session +
-			", where the policy's ask rules are still refused at exec time (cordon cannot ask you from there yet)"
+			", where each exec an ask rule covers is asked again: answer with cordon session asks " + session +
+			" (sessions made with cordon hook --ask-timeout; otherwise it is refused)"
 	} else if reason != "" {
 		ans.Reason += "; " + reason
 	}
@@ -177,9 +180,6 @@ func staticCheck(pol *policy.Policy, script string) (policy.Decision, string) {
 			if res.Decision > worst {
 				worst = res.Decision
 				why = fmt.Sprintf("cordon policy: %s %s (rule: %s)", res.Decision, supervisor.FormatArgv(c.Argv), res.RuleText())
-				if res.Rule != nil && res.Rule.Message != "" {
-					why += ": " + res.Rule.Message
-				}
 			}
 		}
 	}
@@ -231,6 +231,7 @@ func (o *hookOptions) ensureSession(cmd *cobra.Command, call agent.Call) (string
 	}
 	spec.Name, spec.Carry = name, true
 	spec.IdleTimeout = sandbox.Duration(o.idle)
+	spec.AskTimeout = sandbox.Duration(o.askTimeout)
 	if _, err := c.CreateSession(ctx, spec); err != nil && !errors.Is(err, sandbox.ErrExists) {
 		return "", fmt.Errorf("creating session %s: %w", name, err)
 	}

@@ -15,6 +15,7 @@ type sessionCreateOptions struct {
 	name          string
 	carry         bool
 	idle          time.Duration
+	askTimeout    time.Duration
 	reportAllowed bool
 	json          bool
 }
@@ -31,6 +32,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
   cordon session create --name ci --net none --deny "git push" --carry
   cordon session create --name agent --env-deny 'AWS_*' --env-pass GITHUB_TOKEN
   cordon session create --name scratch --carry --idle-timeout 30m
+  cordon session create --name dev --ask-timeout 2m   # then: cordon session asks dev
   cordon session create --name web --allow-net registry.npmjs.org --allow-net '*.github.com'
   id=$(cordon session create)`,
 		Args:          cobra.NoArgs,
@@ -46,6 +48,10 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 			}
 			spec.Name, spec.Carry, spec.ReportAllowed = opts.name, opts.carry, opts.reportAllowed
 			spec.IdleTimeout = sandbox.Duration(opts.idle)
+			if opts.askTimeout < 0 {
+				return failed(errors.New("--ask-timeout must not be negative"))
+			}
+			spec.AskTimeout = sandbox.Duration(opts.askTimeout)
 			ctx, cancel := commandContext()
 			defer cancel()
 			c, err := connectDaemon(ctx)
@@ -69,6 +75,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 	f.StringVar(&opts.name, "name", "", "a name for the session (unique; usable wherever an id is)")
 	f.BoolVar(&opts.carry, "carry", false, "keep the directory and exported variables a script leaves for the next exec")
 	f.DurationVar(&opts.idle, "idle-timeout", 0, "close the session after this long without a command running in it (0: never)")
+	f.DurationVar(&opts.askTimeout, "ask-timeout", 0, "hold execs and connections an ask rule covers this long for an answer (cordon session asks/answer); 0 denies them at once")
 	f.BoolVar(&opts.reportAllowed, "report-allowed", false, "report allowed execs too (decisions, events)")
 	f.BoolVar(&opts.json, "json", false, "print the session as JSON")
 	return cmd

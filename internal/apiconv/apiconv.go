@@ -25,7 +25,7 @@ func SessionSpec(r api.SessionRequest) service.SessionSpec {
 	return service.SessionSpec{
 		Name: r.Name, Dir: r.Dir, RW: r.RW, RO: r.RO, Net: r.Net, Env: r.Env,
 		Policy: r.Policy, Carry: r.Carry, ReportAllowed: r.ReportAllowed,
-		IdleTimeout: msDuration(r.IdleTimeoutMs),
+		IdleTimeout: msDuration(r.IdleTimeoutMs), AskTimeout: msDuration(r.AskTimeoutMs),
 	}
 }
 
@@ -34,7 +34,7 @@ func APISessionRequest(spec service.SessionSpec) api.SessionRequest {
 	return api.SessionRequest{
 		Name: spec.Name, Dir: spec.Dir, RW: spec.RW, RO: spec.RO, Net: spec.Net, Env: spec.Env,
 		Policy: spec.Policy, Carry: spec.Carry, ReportAllowed: spec.ReportAllowed,
-		IdleTimeoutMs: durationMs(spec.IdleTimeout),
+		IdleTimeoutMs: durationMs(spec.IdleTimeout), AskTimeoutMs: durationMs(spec.AskTimeout),
 	}
 }
 
@@ -61,17 +61,30 @@ func APIDecision(d service.ExecDecision) api.ExecDecision {
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
 		Kind: d.Kind, Host: d.Host, Port: d.Port, Addr: d.Addr,
 		BytesUp: d.BytesUp, BytesDown: d.BytesDown, DurationMs: d.DurationMs,
+		AskID: d.AskID, AskDeadline: timePtr(d.AskDeadline),
 	}
 }
 
 // Decision converts d back.
 func Decision(d api.ExecDecision) service.ExecDecision {
-	return service.ExecDecision{
+	out := service.ExecDecision{
 		Time: d.Time, Decision: d.Decision, Asked: d.Asked, Rule: d.Rule, Argv: d.Argv,
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
 		Kind: d.Kind, Host: d.Host, Port: d.Port, Addr: d.Addr,
 		BytesUp: d.BytesUp, BytesDown: d.BytesDown, DurationMs: d.DurationMs,
+		AskID: d.AskID,
 	}
+	if d.AskDeadline != nil {
+		out.AskDeadline = *d.AskDeadline
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // APIExit converts e.
