@@ -163,17 +163,15 @@ func Parse(k Kind, r io.Reader) (Call, error) {
 	if !c.Shell {
 		return c, nil
 	}
-	if c.Command, err = str(c.input, "command"); err != nil {
-		return Call{}, fmt.Errorf("%w (in tool_input)", err)
-	}
-	if c.Command == "" {
-		if v, ok := c.input["command"]; ok {
-			// Codex's older shell tool takes an argv.
-			var argv []string
-			if json.Unmarshal(v, &argv) == nil && len(argv) > 0 {
-				c.Command = shellJoin(argv)
-			}
+	if v, ok := c.input["command"]; ok && len(v) > 0 && v[0] == '[' {
+		// Codex's older shell tool takes an argv.
+		var argv []string
+		if err := json.Unmarshal(v, &argv); err != nil {
+			return Call{}, fmt.Errorf("%w: tool_input.command is neither a string nor a list of strings", ErrPayload)
 		}
+		c.Command = shellJoin(argv)
+	} else if c.Command, err = str(c.input, "command"); err != nil {
+		return Call{}, fmt.Errorf("%w (in tool_input)", err)
 	}
 	if c.Command == "" {
 		return Call{}, fmt.Errorf("%w: tool_input.command is missing or empty", ErrPayload)

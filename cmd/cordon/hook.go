@@ -175,6 +175,11 @@ func staticCheck(pol *policy.Policy, script string) (policy.Decision, string) {
 		case c.Dynamic != "":
 			dynamic = append(dynamic, supervisor.FormatArgv([]string{c.Dynamic}))
 		case c.Builtin:
+			switch c.Argv[0] {
+			case "eval", "source", ".":
+				// What they run is text the static reading never sees.
+				dynamic = append(dynamic, supervisor.FormatArgv(c.Argv))
+			}
 		default:
 			res := pol.Decide(nameOnlyExec(c.Argv))
 			if res.Decision > worst {
