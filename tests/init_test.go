@@ -108,6 +108,15 @@ func TestInitNewFileUserScopeAndErrors(t *testing.T) {
 	b, _ = os.ReadFile(bad)
 	assert.Equal(t, `{"hooks": [`, string(b), "a file init cannot read is left alone")
 
+	// --remove without an agent: every agent's file that exists.
+	r = runCordon(t, o, "init", "--remove", "--user")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err = os.ReadFile(filepath.Join(home, ".gemini", "settings.json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "hook gemini")
+	r = runCordon(t, o, "init")
+	assert.Equal(t, 125, r.code, "init without an agent installs nothing")
+
 	r = runCordon(t, o, "init", "vim")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "want claude, codex, gemini or cursor")

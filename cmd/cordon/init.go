@@ -22,7 +22,7 @@ type initOptions struct {
 
 func newInitCmd(opts *initOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "init claude|codex|gemini|cursor [--user|--project] [--dry-run] [--remove]",
+		Use:   "init claude|codex|gemini|cursor [--user|--project] [--dry-run] | init --remove [AGENT]",
 		Short: "Write cordon's hook into an agent's settings, so its shell commands run under cordon",
 		Long: `init adds "cordon hook AGENT" to the agent's settings file as its
 pre-tool-use hook on the shell tool (see cordon hook --help):
@@ -37,7 +37,8 @@ the one under your home directory. The JSON is merged: other settings and
 other hooks stay as they are, in their order; running init again changes
 nothing; before cordon first changes a file, it keeps it as
 FILE.cordon-backup (never overwritten afterwards). --dry-run prints the change and writes nothing. --remove takes
-cordon's hook out again (and nothing else).
+cordon's hook out again (and nothing else); without an agent, from each of the four files that
+exists.
 
 The hook line names this cordon binary by its absolute path. Codex runs
 hooks only with [features] codex_hooks = true in its config.toml, which init
@@ -45,13 +46,25 @@ does not edit: it says so.`,
 		Example: `  cordon init claude
   cordon init claude --dry-run
   cordon init codex --user
-  cordon init gemini --remove`,
-		Args:          cobra.ExactArgs(1),
+  cordon init gemini --remove
+  cordon init --remove --user   # from every agent's user settings`,
+		Args:          cobra.RangeArgs(0, 1),
 		ValidArgs:     []string{"claude", "codex", "gemini", "cursor"},
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return opts.run(cmd.OutOrStdout(), args[0])
+			if len(args) == 1 {
+				return opts.run(cmd.OutOrStdout(), args[0])
+			}
+			if !opts.remove {
+				return failed(errors.New("name the agent: cordon init claude|codex|gemini|cursor"))
+			}
+			for _, k := range agent.Kinds {
+				if err := opts.run(cmd.OutOrStdout(), string(k)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
