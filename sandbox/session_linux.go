@@ -176,11 +176,14 @@ func (s *Session) use() (done func()) {
 // running (a command that started as the timer fired keeps it open).
 func (s *Session) idleClose() {
 	s.mu.Lock()
-	busy := s.busy
-	s.mu.Unlock()
-	if busy > 0 {
+	if s.busy > 0 {
+		s.mu.Unlock()
 		return
 	}
+	// Marked closing under the lock that use() takes: a command arriving
+	// now gets ErrClosed instead of being killed by the close.
+	s.closing = true
+	s.mu.Unlock()
 	s.log.Info("closing idle session", "idle_timeout", time.Duration(s.spec.IdleTimeout))
 	_ = s.Close(context.Background())
 }
