@@ -69,6 +69,19 @@ type Spec struct {
 	// a mount point cannot be renamed or removed, so no parent can be moved
 	// aside and replaced either. Paths no writable bind holds are left out.
 	Protect []string
+	// Private lists directories covered by an empty, writable tmpfs that is
+	// discarded with the sandbox (per-user state such as ~/.cache, so tools
+	// that write there work without writing the host's). They are mounted
+	// in depth order with the binds, so a bind below one still shows.
+	Private []string
+	// Unreadable lists files and directories the sandbox must not read,
+	// each covered after every bind by an empty object of mode 000 on a
+	// read-only mount: the sandbox has no capabilities, so opening it fails
+	// with EACCES even for uid 0, and its mode cannot be changed (EROFS). A
+	// directory gets a tmpfs; a file gets UnreadableFile, an empty file of
+	// mode 000 on the host, bound over it.
+	Unreadable     []Unreadable
+	UnreadableFile string
 	// Privileged means bwrap runs as root. bwrap then keeps the caller's
 	// capabilities in the sandbox unless told otherwise, which would let
 	// the command remount, trace or escape; Args drops them all.
@@ -111,9 +124,28 @@ func (s *Spec) Args() ([]string, error) {
 		binds = append(binds, bind{"--ro-bind", p})
 	}
 	binds = protect(binds, s.Protect)
+	for _, p := range s.Private {
+		binds = append(binds, bind{"--tmpfs", p})
+	}
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
 	for _, b := range binds {
+		if b.op == "--tmpfs" {
+			a = append(a, b.op, b.path)
+			continue
+		}
 		a = append(a, b.op, b.path, b.path)
+	}
+	// After every bind, so no bind of a parent (or a protected parent's
+	// read-only self-bind) can cover them again.
+	for _, u := range s.Unreadable {
+		if u.Dir {
+			a = append(a, "--perms", "0000", "--tmpfs", u.Path, "--remount-ro", u.Path)
+			continue
+		}
+		if s.UnreadableFile == "" {
+			return nil, fmt.Errorf("bwrap spec: unreadable file %s without a placeholder", u.Path)
+		}
+		a = append(a, "--ro-bind", s.UnreadableFile, u.Path)
 	}
 	for _, p := range s.Hide {
 		a = append(a, "--tmpfs", p)
@@ -143,6 +175,12 @@ func (s *Spec) Args() ([]string, error) {
 }
 
 type bind struct{ op, path string }
+
+// Unreadable is one path covered by an empty object of mode 000.
+type Unreadable struct {
+	Path string
+	Dir  bool
+}
 
 // protect appends to binds what Spec.Protect asks for: for each path that
 // a writable bind holds (the deepest bind containing it decides, the last

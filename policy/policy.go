@@ -96,6 +96,13 @@ type Config struct {
 	// sandbox can write, or in memory (a memfd): files the workload could
 	// have written or downloaded itself (policy key deny_writable_exec).
 	DenyWritable bool
+	// Files says what the sandbox may not read or change, and its extra
+	// binds (the policy file's files section). With Builtins, the built-in
+	// deny_read and deny_write rules come first.
+	Files FilePolicy
+	// Net is the network mode ("host" or "none"); empty leaves it to the
+	// caller (--net).
+	Net string
 }
 
 // WritableRule is the rule a Decide result names when Config.DenyWritable
@@ -197,6 +204,8 @@ func quoteArgv(argv []string) string {
 type Policy struct {
 	def          Decision
 	denyWritable bool
+	filePolicy   FilePolicy
+	net          string
 	rules        []Rule
 	// matchers holds one compiled matcher per rule and per distinct
 	// option table among the rule's program alternatives.
@@ -258,10 +267,27 @@ type identEntry struct {
 // then cfg.Rules in order. It then decides every example and fails if one
 // does not hold, returning an *ExampleError per failing example.
 func Compile(cfg Config) (*Policy, error) {
-	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, byName: map[string]*progRules{}}
+	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, net: cfg.Net, byName: map[string]*progRules{}}
 	if cfg.Default > Deny {
 		return nil, fmt.Errorf("invalid default %s", cfg.Default)
 	}
+	switch cfg.Net {
+	case "", "host", "none":
+	default:
+		return nil, fmt.Errorf("invalid network mode %q (want host or none)", cfg.Net)
+	}
+	if err := checkFiles(&cfg.Files); err != nil {
+		return nil, err
+	}
+	p.filePolicy = cfg.Files
+	p.filePolicy.DenyRead = append([]FileRule(nil), cfg.Files.DenyRead...)
+	p.filePolicy.DenyWrite = append([]FileRule(nil), cfg.Files.DenyWrite...)
+	if cfg.Builtins {
+		r, w := BuiltinFiles()
+		p.filePolicy.DenyRead = append(r, p.filePolicy.DenyRead...)
+		p.filePolicy.DenyWrite = append(w, p.filePolicy.DenyWrite...)
+	}
+	p.filePolicy.Examples = nil
 	if cfg.Builtins {
 		p.rules = append(p.rules, Builtin()...)
 	}
@@ -330,6 +356,11 @@ func Compile(cfg Config) (*Policy, error) {
 			errs = append(errs, &ExampleError{Example: ex, Got: got})
 		}
 	}
+	fe := p.filePolicy
+	fe.Examples = cfg.Files.Examples
+	if err := checkFileExamples(&fe); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -390,6 +421,20 @@ func (p *Policy) WithFiles(f Files) *Policy {
 
 // DenyWritable reports whether executables the sandbox can write are refused.
 func (p *Policy) DenyWritable() bool { return p.denyWritable }
+
+// FilePolicy returns the files part in force: the built-in rules (when
+// enabled) ahead of the configured ones, the binds and presets. Examples are
+// left out (Compile checked them).
+func (p *Policy) FilePolicy() FilePolicy {
+	f := p.filePolicy
+	f.DenyRead = append([]FileRule(nil), f.DenyRead...)
+	f.DenyWrite = append([]FileRule(nil), f.DenyWrite...)
+	return f
+}
+
+// Net returns the network mode the policy asks for ("host", "none"), or ""
+// when it leaves it to the caller.
+func (p *Policy) Net() string { return p.net }
 
 // Default returns the decision applied when no rule matches.
 func (p *Policy) Default() Decision { return p.def }

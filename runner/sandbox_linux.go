@@ -49,6 +49,9 @@ type SandboxOptions struct {
 	Logger *slog.Logger
 	// Exe is the binary that plays the init; empty means this executable.
 	Exe string
+	// Home is the caller's home directory, for ~ in the policy's files
+	// part; empty means cordon's own.
+	Home string
 }
 
 // Sandbox is a bubblewrap sandbox whose init spawns processes on request
@@ -155,6 +158,7 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 		policy: o.Policy,
 		sup:    supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify},
 		log:    o.Logger,
+		home:   o.Home,
 	})
 	if err != nil {
 		return nil, err

@@ -152,6 +152,14 @@ type startSpec struct {
 	// sup configures the supervisor; RootPid and Logger are set here.
 	sup supervisor.Options
 	log *slog.Logger
+	// home is the caller's home directory, for ~ in the files policy
+	// (empty: the HOME of cordon's own environment).
+	home string
+	// onFile, when set, is told what the files policy did at start (for
+	// the audit log); every event is logged at debug level too.
+	onFile func(FileEvent)
+	// files is the files policy expanded for this sandbox (set by argv).
+	files *fileLayout
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -176,23 +184,37 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	log := sp.log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+		sp.log = log
 	}
 	cfg := sp.config
-	var err error
-	if cfg.Filter, err = supervisor.Filter(); err != nil {
+	if err := checkDir(sp.box.Dir); err != nil {
+		return nil, err
+	}
+	argv, err := sp.argv()
+	// The placeholder of unreadable files is bound by the time the init
+	// answers (or bubblewrap failed): the sandbox keeps its inode.
+	defer sp.files.cleanup()
+	if err != nil {
+		return nil, err
+	}
+	// Creations are notified only when there are names to protect: each
+	// costs a round trip to the supervisor.
+	filter := supervisor.Filter
+	if len(sp.sup.ProtectedNames) > 0 {
+		filter = supervisor.CreateFilter
+		if sp.sup.OnCreateDenied == nil {
+			sp.sup.OnCreateDenied = func(v *supervisor.CreateVerdict) {
+				log.Warn("creation refused", "pid", v.Pid, "syscall", v.Syscall, "path", v.Path, "target", v.Target, "rule", v.Name)
+			}
+		}
+	}
+	if cfg.Filter, err = filter(); err != nil {
 		return nil, &SetupError{Err: err}
 	}
 	if sp.fallback {
 		if cfg.Fallback, err = supervisor.FallbackFilter(); err != nil {
 			return nil, &SetupError{Err: err}
 		}
-	}
-	if err := checkDir(sp.box.Dir); err != nil {
-		return nil, err
-	}
-	argv, err := sp.argv()
-	if err != nil {
-		return nil, err
 	}
 	conn, childEnd, err := newControlPair()
 	if err != nil {
@@ -300,6 +322,25 @@ func (sp *startSpec) argv() ([]string, error) {
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
+	if sp.policy != nil {
+		home := sp.home
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		fl, err := planFiles(sp.policy.FilePolicy(), box, home)
+		if err != nil {
+			return nil, err
+		}
+		sp.files = fl
+		fl.apply(&box)
+		sp.sup.ProtectedNames = fl.names
+		for _, ev := range fl.events {
+			sp.log.Debug("files", "action", ev.Action, "path", ev.Path, "rule", ev.Rule, "rule_id", ev.RuleID)
+			if sp.onFile != nil {
+				sp.onFile(ev)
+			}
+		}
+	}
 	return sandboxArgv(exe, box)
 }
 

@@ -73,6 +73,9 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		return nil, err
 	}
 	net := bwrap.NetHost
+	if spec.Net == "" {
+		spec.Net = pol.Net() // the policy document's net, when it says
+	}
 	if spec.Net != "" {
 		if net, err = bwrap.ParseNet(spec.Net); err != nil {
 			return nil, invalid("%v", err)
@@ -113,6 +116,7 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		SearchPath: path,
 		Logger:     s.log,
 		Exe:        m.opts.Exe,
+		Home:       homeOf(env),
 	})
 	if err != nil {
 		cancel()
@@ -860,4 +864,11 @@ func (s *Session) ask(d *supervisor.Verdict) bool {
 		id = p.id
 	}
 	return s.spec.Ask(ctx, id, q)
+}
+
+// homeOf is the HOME of a session's environment: ~ in its policy's files
+// part is the caller's home, not the daemon's.
+func homeOf(env []string) string {
+	h, _ := envValue(env, "HOME")
+	return h
 }

@@ -68,13 +68,33 @@ func policyDocument(cfg policy.Config) (string, error) {
 		Ask     string `yaml:"ask,omitempty"`
 		Message string `yaml:"message,omitempty"`
 	}
+	type files struct {
+		DenyRead   []string `yaml:"deny_read,omitempty"`
+		DenyWrite  []string `yaml:"deny_write,omitempty"`
+		AllowWrite []string `yaml:"allow_write,omitempty"`
+		ReadOnly   []string `yaml:"read_only,omitempty"`
+		Writable   []string `yaml:"writable,omitempty"`
+	}
 	doc := struct {
 		Version      int    `yaml:"version"`
 		Default      string `yaml:"default"`
 		Defaults     bool   `yaml:"defaults"`
 		DenyWritable bool   `yaml:"deny_writable_exec"`
+		Net          string `yaml:"net,omitempty"`
+		Files        *files `yaml:"files,omitempty"`
 		Rules        []rule `yaml:"rules"`
-	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}}
+	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Net: cfg.Net, Rules: []rule{}}
+	// The built-in files rules are not written out: defaults carries them.
+	f := files{AllowWrite: cfg.Files.AllowWrite, ReadOnly: cfg.Files.ReadOnly, Writable: cfg.Files.Writable}
+	for _, r := range cfg.Files.DenyRead {
+		f.DenyRead = append(f.DenyRead, r.Pattern)
+	}
+	for _, r := range cfg.Files.DenyWrite {
+		f.DenyWrite = append(f.DenyWrite, r.Pattern)
+	}
+	if f.DenyRead != nil || f.DenyWrite != nil || f.AllowWrite != nil || f.ReadOnly != nil || f.Writable != nil {
+		doc.Files = &f
+	}
 	for _, r := range cfg.Rules {
 		if r.Override {
 			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)

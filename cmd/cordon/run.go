@@ -134,7 +134,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--verify: %w", err)
 	}
-	netMode, err := bwrap.ParseNet(o.net)
+	netMode, err := bwrap.ParseNet(o.netFor(cmd.Flags(), eff))
 	if err != nil {
 		return fmt.Errorf("--net: %w", err)
 	}

@@ -28,7 +28,7 @@ func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 
 // sandboxChanged reports whether any sandbox flag was given.
 func sandboxChanged(fs *pflag.FlagSet) bool {
-	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "rw", "ro", "net"} {
+	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "deny-read", "deny-write", "rw", "ro", "net"} {
 		if fs.Changed(n) {
 			return true
 		}
@@ -48,7 +48,8 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
-	if _, err := bwrap.ParseNet(o.net); err != nil {
+	net := o.netFor(fs, eff)
+	if _, err := bwrap.ParseNet(net); err != nil {
 		return sandbox.SessionSpec{}, fmt.Errorf("--net: %w", err)
 	}
 	dir, err := currentDir()
@@ -57,6 +58,15 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 	}
 	return sandbox.SessionSpec{
 		Dir: dir, Env: clientEnv(), Policy: doc,
-		RW: absAll(o.rw), RO: absAll(o.ro), Net: o.net,
+		RW: absAll(o.rw), RO: absAll(o.ro), Net: net,
 	}, nil
+}
+
+// netFor is the network mode: --net when given, else the policy file's
+// net, else --net's default (host).
+func (o *sandboxFlags) netFor(fs *pflag.FlagSet, eff *effectivePolicy) string {
+	if !fs.Changed("net") && eff.cfg.Net != "" {
+		return eff.cfg.Net
+	}
+	return o.net
 }
