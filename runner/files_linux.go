@@ -85,6 +85,9 @@ type anchored struct {
 	rule policy.FileRule
 	glob string
 	base string
+	// depth is how many components below base the glob can match (-1:
+	// any, for **); 0 for a literal path, which is looked at, not walked.
+	depth int
 	// name is set for a bare name at any depth (**/NAME): matched against
 	// the entry's name alone, which is cheap on a big tree.
 	name string
@@ -159,9 +162,24 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		return nil, err
 	}
 	binds := append(append(append([]string(nil), roots...), box.RO...), fl.ro...)
+	// The sandbox's /tmp is its own, empty: what lies under the host's
+	// /tmp is out of its sight unless a bind shows it.
+	hidden := func(p string) bool {
+		if !under(p, "/tmp") {
+			return false
+		}
+		for _, b := range binds {
+			if under(p, filepath.Clean(b)) {
+				return false
+			}
+		}
+		return true
+	}
 	paths := make([]string, 0, len(found))
 	for p := range found {
-		paths = append(paths, p)
+		if !hidden(p) {
+			paths = append(paths, p)
+		}
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
@@ -196,7 +214,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		if err != nil {
 			continue
 		}
-		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() || hidden(abs) {
 			continue
 		}
 		skip := false
@@ -235,10 +253,40 @@ func isWritableBind(b string, roots []string) bool {
 }
 
 func anchorOf(r policy.FileRule, glob, name string, read bool) anchored {
-	base, _ := doublestar.SplitPattern(glob)
-	// SplitPattern keeps escapes in the base; the paths are literal here.
-	base = unescape(base)
-	return anchored{rule: r, glob: glob, base: base, name: name, read: read}
+	a := anchored{rule: r, glob: glob, name: name, read: read}
+	// The fixed prefix: the components before the first that globs. A
+	// literal path is its own base (SplitPattern would split off its last
+	// component and walk its parent: all of HOME for ~/.netrc).
+	comps := strings.Split(glob, "/")
+	i := 0
+	for i < len(comps) && !hasMeta(comps[i]) {
+		i++
+	}
+	a.base = unescape(strings.Join(comps[:i], "/"))
+	if a.base == "" {
+		a.base = "/"
+	}
+	rest := comps[i:]
+	a.depth = len(rest)
+	for _, c := range rest {
+		if c == "**" {
+			a.depth = -1
+		}
+	}
+	return a
+}
+
+// hasMeta reports whether a glob component has an unescaped metacharacter.
+func hasMeta(c string) bool {
+	for i := 0; i < len(c); i++ {
+		switch c[i] {
+		case '\\':
+			i++
+		case '*', '?', '[', '{':
+			return true
+		}
+	}
+	return false
 }
 
 func unescape(s string) string {
@@ -267,12 +315,17 @@ type match struct {
 // for what it points to, which is what a mount over its path covers.
 func findMatches(rules []anchored) (map[string]match, error) {
 	byBase := map[string][]int{}
+	depth := map[string]int{} // how deep to walk below each base
 	var bases []string
 	for i, r := range rules {
 		if _, ok := byBase[r.base]; !ok {
 			bases = append(bases, r.base)
+			depth[r.base] = r.depth
 		}
 		byBase[r.base] = append(byBase[r.base], i)
+		if r.depth < 0 || (depth[r.base] >= 0 && r.depth > depth[r.base]) {
+			depth[r.base] = r.depth
+		}
 	}
 	sort.Strings(bases)
 	found := map[string]match{}
@@ -290,11 +343,14 @@ func findMatches(rules []anchored) (map[string]match, error) {
 	seen := 0
 	for _, base := range bases {
 		idx := byBase[base]
+		// test matches p against the rules of this base; at the base
+		// itself only literal rules count (a relative rule matches below
+		// its writable tree, never the tree itself).
 		test := func(p, name string) (match, bool) {
 			var best *anchored
 			for _, i := range idx {
 				r := &rules[i]
-				if r.rule.Exception() {
+				if r.rule.Exception() || (p == base && r.depth != 0) {
 					continue
 				}
 				if best != nil && (best.read || !r.read) {
@@ -323,8 +379,13 @@ func findMatches(rules []anchored) (map[string]match, error) {
 			record(base, m)
 			continue
 		}
-		if !fi.IsDir() {
+		if !fi.IsDir() || depth[base] == 0 {
 			continue
+		}
+		maxDepth := depth[base]
+		baseDepth := strings.Count(filepath.Clean(base), "/")
+		if base == "/" {
+			baseDepth = 0
 		}
 		err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -362,6 +423,9 @@ func findMatches(rules []anchored) (map[string]match, error) {
 			}
 			if d.IsDir() && filepath.Base(filepath.Dir(p)) == ".git" {
 				return fs.SkipDir
+			}
+			if d.IsDir() && maxDepth > 0 && strings.Count(p, "/")-baseDepth >= maxDepth {
+				return fs.SkipDir // no rule of this base matches deeper
 			}
 			return nil
 		})

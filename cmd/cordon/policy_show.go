@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -57,6 +59,24 @@ type shownPolicy struct {
 	BuiltinsFrom string      `json:"builtins_from"`
 	Rules        []shownRule `json:"rules"`
 	Examples     int         `json:"examples"`
+	Net          string      `json:"net,omitempty"`
+	Files        shownFiles  `json:"files"`
+}
+
+// shownFiles is the files part in force: built-in rules first (when the
+// built-in list is on), then the file's, then the flags'.
+type shownFiles struct {
+	DenyRead   []shownFileRule `json:"deny_read"`
+	DenyWrite  []shownFileRule `json:"deny_write"`
+	AllowWrite []string        `json:"allow_write,omitempty"`
+	ReadOnly   []string        `json:"read_only,omitempty"`
+	Writable   []string        `json:"writable,omitempty"`
+}
+
+type shownFileRule struct {
+	Pattern string `json:"pattern"`
+	Source  string `json:"source"`
+	Why     string `json:"why,omitempty"`
 }
 
 type shownRule struct {
@@ -89,6 +109,16 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 		s.Rules = append(s.Rules, shownRule{Decision: r.Decision.String(), Pattern: r.Pattern,
 			Message: r.Message, Source: r.Source, Override: r.Override})
 	}
+	fp := eff.pol.FilePolicy()
+	s.Net = eff.cfg.Net
+	s.Files = shownFiles{DenyRead: []shownFileRule{}, DenyWrite: []shownFileRule{},
+		AllowWrite: fp.AllowWrite, ReadOnly: fp.ReadOnly, Writable: fp.Writable}
+	for _, r := range fp.DenyRead {
+		s.Files.DenyRead = append(s.Files.DenyRead, shownFileRule{Pattern: r.Pattern, Source: r.Source, Why: r.Why})
+	}
+	for _, r := range fp.DenyWrite {
+		s.Files.DenyWrite = append(s.Files.DenyWrite, shownFileRule{Pattern: r.Pattern, Source: r.Source, Why: r.Why})
+	}
 	out := cmd.OutOrStdout()
 	if o.json {
 		enc := json.NewEncoder(out)
@@ -106,22 +136,51 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	if s.Examples > 0 {
 		fmt.Fprintf(out, "examples: %d (cordon policy test runs them)\n", s.Examples)
 	}
+	if s.Net != "" {
+		fmt.Fprintf(out, "network:  %s (from the policy file; --net overrides it)\n", s.Net)
+	}
 	if len(s.Rules) == 0 {
 		fmt.Fprintln(out, "rules:    none")
-		return nil
+	} else {
+		fmt.Fprintln(out, "rules, in evaluation order (the strictest match wins):")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, r := range s.Rules {
+			dec := r.Decision
+			if r.Override {
+				dec += " (override)"
+			}
+			line := fmt.Sprintf("  %s\t%s\t%s", r.Source, dec, r.Pattern)
+			if r.Message != "" {
+				line += "  # " + r.Message
+			}
+			fmt.Fprintln(tw, line)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintln(out, "rules, in evaluation order (the strictest match wins):")
+	fmt.Fprintln(out, "files (deny_read: EACCES; deny_write: read-only inside the writable trees, bare names refused when created):")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	for _, r := range s.Rules {
-		dec := r.Decision
-		if r.Override {
-			dec += " (override)"
+	for _, list := range []struct {
+		what  string
+		rules []shownFileRule
+	}{{"deny_read", s.Files.DenyRead}, {"deny_write", s.Files.DenyWrite}} {
+		for _, r := range list.rules {
+			line := fmt.Sprintf("  %s\t%s\t%s", r.Source, list.what, r.Pattern)
+			if r.Why != "" {
+				line += "  # " + r.Why
+			}
+			fmt.Fprintln(tw, line)
 		}
-		line := fmt.Sprintf("  %s\t%s\t%s", r.Source, dec, r.Pattern)
-		if r.Message != "" {
-			line += "  # " + r.Message
-		}
-		fmt.Fprintln(tw, line)
+	}
+	for _, p := range s.Files.AllowWrite {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", "file", "allow_write", p)
+	}
+	for _, p := range s.Files.ReadOnly {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", "file", "read_only", p)
+	}
+	for _, p := range s.Files.Writable {
+		fmt.Fprintf(tw, "  %s\t%s\t%s  # %s\n", "file", "writable", p, strings.Join(policy.Presets[p], ", "))
 	}
 	return tw.Flush()
 }
