@@ -234,16 +234,16 @@ func TestFilesTricks(t *testing.T) {
 	key := filepath.Join(home, ".ssh/id_ed25519")
 	script := strings.Join([]string{
 		"mkdir x y",
-		"F rename .git/hooks h2",                        // a mount point cannot move (another mount: EXDEV)
-		"F rename x .claude",                            // a protected name by rename
-		"F exchange y .git/hooks",                       // nor be exchanged
-		"F rename x .git/hooks",                         // or replaced
-		"F link .git/config hard",                       // a hard link crosses mounts
-		"F link " + key + " hardkey",                    // to a secret, too
-		"F symlink .git/hooks/pre-commit s1",            // allowed: it points into a read-only place
-		"F create s1",                                   // and writing through it fails
-		"F symlink sub/cordon.yaml s2",                  // a dangling link to a protected name
-		"F create sub/../.git/config",                   // ..
+		"F rename .git/hooks h2",             // a mount point cannot move (another mount: EXDEV)
+		"F rename x .claude",                 // a protected name by rename
+		"F exchange y .git/hooks",            // nor be exchanged
+		"F rename x .git/hooks",              // or replaced
+		"F link .git/config hard",            // a hard link crosses mounts
+		"F link " + key + " hardkey",         // to a secret, too
+		"F symlink .git/hooks/pre-commit s1", // allowed: it points into a read-only place
+		"F create s1",                        // and writing through it fails
+		"F symlink sub/cordon.yaml s2",       // a dangling link to a protected name
+		"F create sub/../.git/config",        // ..
 		"F create /proc/self/root" + dir + "/.git/hooks/pre-commit",
 		"F read /proc/self/root" + key,
 		"F openat2-create cordon.yaml",
