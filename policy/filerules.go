@@ -220,6 +220,10 @@ func AnchorPattern(g, home, root string) string {
 	return path.Join(escapeGlob(root), g)
 }
 
+// LiteralPattern is a pattern that matches exactly the absolute path p,
+// whatever characters it holds.
+func LiteralPattern(p string) string { return escapeGlob(path.Clean(p)) }
+
 // escapeGlob quotes glob metacharacters in a literal path.
 func escapeGlob(s string) string {
 	var b strings.Builder

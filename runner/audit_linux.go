@@ -14,6 +14,8 @@ import (
 
 // auditRecord is one line of --audit output.
 type auditRecord struct {
+	// Kind is "exec"; the files policy writes "file" lines (fileRecord).
+	Kind      string   `json:"kind"`
 	Time      string   `json:"time"`
 	Pid       int      `json:"pid"`
 	Ppid      int      `json:"ppid,omitempty"`
@@ -34,6 +36,7 @@ type auditRecord struct {
 
 func writeAudit(w io.Writer, d *supervisor.Verdict) {
 	rec := auditRecord{
+		Kind:      "exec",
 		Time:      d.Time.UTC().Format(time.RFC3339Nano),
 		Pid:       d.Pid,
 		Ppid:      ppid(d.Pid),

@@ -45,9 +45,11 @@ var createCalls = []createCall{
 	{name: "linkat", names: []int{3}, target: -1, flags: -1},
 	{name: "symlink", names: []int{1}, target: 0, flags: -1},
 	{name: "symlinkat", names: []int{2}, target: 0, flags: -1},
-	{name: "rename", names: []int{1}, target: -1, flags: -1},
-	{name: "renameat", names: []int{3}, target: -1, flags: -1},
-	{name: "renameat2", names: []int{3}, target: -1, flags: -1},
+	// Both names of a rename: RENAME_EXCHANGE gives the old name the new
+	// one's content.
+	{name: "rename", names: []int{1, 0}, target: -1, flags: -1},
+	{name: "renameat", names: []int{3, 1}, target: -1, flags: -1},
+	{name: "renameat2", names: []int{3, 1}, target: -1, flags: -1},
 }
 
 // addCreateRules adds the notify rules of CreateFilter. open and openat are

@@ -273,7 +273,7 @@ func TestFilesTricks(t *testing.T) {
 		"mknod .idea mknod: EACCES",
 		"read swapped read: EACCES",
 		"read x/credentials read: EACCES",
-		"rename .claude c2 rename: EBUSY",
+		"rename .claude c2 rename: EACCES",
 	}
 	got := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	assert.Equal(t, want, got, "stderr: %s", r.stderr)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cordon-sandbox/cordon/config"
@@ -116,6 +117,12 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 			}
 			*list.out = append(*list.out, policy.FileRule{Pattern: p, Source: list.flag})
 		}
+	}
+	// The policy file in use decides this run and the next: it is
+	// protected wherever it lies in a writable tree, like the files
+	// discovery would load.
+	if l.Origin != config.OriginBuiltin && l.Path != "" && filepath.IsAbs(l.Path) {
+		files.DenyWrite = append(files.DenyWrite, policy.FileRule{Pattern: policy.LiteralPattern(l.Path), Source: "policy file in use"})
 	}
 	if e.pol, err = policy.Compile(e.cfg); err != nil {
 		return nil, err

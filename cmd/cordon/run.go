@@ -150,6 +150,12 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		if netMode != bwrap.NetHost || len(o.rw) > 0 || len(o.ro) > 0 {
 			return errors.New("--net, --rw and --ro need --isolation bwrap")
 		}
+		// Without a sandbox nothing can be hidden or made read-only:
+		// rules asked for explicitly fail instead of being ignored.
+		f := eff.cfg.Files
+		if len(o.denyRead)+len(o.denyWrite)+len(f.AllowWrite)+len(f.ReadOnly)+len(f.Writable) > 0 {
+			return errors.New("--deny-read, --deny-write and the policy's files binds need --isolation bwrap")
+		}
 	}
 	var audit io.Writer
 	switch o.audit {
