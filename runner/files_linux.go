@@ -91,6 +91,9 @@ type anchored struct {
 	// name is set for a bare name at any depth (**/NAME): matched against
 	// the entry's name alone, which is cheap on a big tree.
 	name string
+	// last is the glob's last component when it is literal: an entry of
+	// another name cannot match, whatever the rest says.
+	last string
 	read bool
 }
 
@@ -267,6 +270,9 @@ func anchorOf(r policy.FileRule, glob, name string, read bool) anchored {
 		a.base = "/"
 	}
 	rest := comps[i:]
+	if l := comps[len(comps)-1]; !hasMeta(l) {
+		a.last = unescape(l)
+	}
 	a.depth = len(rest)
 	for _, c := range rest {
 		if c == "**" {
@@ -359,6 +365,8 @@ func findMatches(rules []anchored) (map[string]match, error) {
 				ok := false
 				if r.name != "" {
 					ok, _ = path.Match(r.name, name)
+				} else if r.last != "" && r.last != name {
+					continue
 				} else {
 					ok, _ = doublestar.Match(r.glob, p)
 				}
