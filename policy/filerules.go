@@ -120,6 +120,7 @@ var builtinDenyRead = []struct{ pattern, why string }{
 	{"~/.azure", "Azure credentials"},
 	{"~/.password-store", "pass's password store"},
 	{"~/.pypirc", "PyPI upload token"},
+	{"~/.npmrc", "npm registry tokens (npm carries on with its defaults when it cannot read it)"},
 	{"~/.cargo/credentials*", "crates.io token"},
 }
 

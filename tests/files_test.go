@@ -18,7 +18,7 @@ var defaultSecrets = []string{
 	".gnupg/private-keys-v1.d/k.key", ".kube/config", ".docker/config.json", ".netrc",
 	".git-credentials", ".config/gh/hosts.yml", ".config/glab-cli/config.yml",
 	".config/gcloud/credentials.db", ".azure/msal_token_cache.json", ".password-store/mail.gpg",
-	".pypirc", ".cargo/credentials.toml",
+	".pypirc", ".npmrc", ".cargo/credentials.toml",
 }
 
 // scratchHome makes a HOME full of fake secrets, outside /tmp (every
