@@ -57,6 +57,7 @@ Exit codes: the command's own; 128+N when signal N killed it; 124 on
 cordon or the daemon failed.`,
 		Example: `  cordon exec -- make test
   cordon exec --deny "git push" -- git push origin main   # exit 126
+  cordon exec --deny-read '**/.env*' -- cat .env           # Permission denied
   cordon exec --session dev -- npm test
   cordon exec --session dev -c 'cd src && export STAGE=build'
   echo data | cordon exec --stdin -- wc -c

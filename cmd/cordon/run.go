@@ -76,11 +76,23 @@ push" matches "git -C dir push origin"). The strictest matching rule wins
 
 An ask rule is answered by --ask: deny (the default), allow, or tty, which
 prompts on cordon's own terminal (never the command's stdin) and denies when
-there is no answer within --ask-timeout.`,
+there is no answer within --ask-timeout.
+
+Files: credential stores in your home (~/.ssh/id_*, ~/.aws, ~/.gnupg, ...)
+are unreadable (Permission denied), and inside the writable directory
+.git/hooks, .git/config, policy files and agent settings (.claude, .codex,
+.cursor, .vscode, .idea) are read-only and cannot be created (the built-in
+list; --no-defaults drops it). --deny-read and --deny-write add paths
+(absolute, ~/..., or globs inside the writable trees such as '**/.env*'); a
+bind they cover is an error (exit 125). ~/.cache, ~/.local/state and
+~/.npm/_logs are private to the sandbox and discarded. "cordon policy show"
+lists every files rule; --debug lists every path they applied to.`,
 		Example: `  cordon run --deny "git push" -- bash
   cordon run --policy ./agent-policy.yaml --ask tty -- bash
   cordon run --net none --rw ~/.cache -- make test
   cordon run --audit audit.jsonl -- ./agent.sh
+  cordon run --deny-read '**/.env*' --deny-read ~/.config/my-tool/token -- bash
+  cordon run --deny-write generated --deny-write 'deploy/*.tf' -- bash
   cordon run --timeout 10m -- npm test`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceErrors: true,

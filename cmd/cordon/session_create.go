@@ -25,6 +25,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 "cordon exec --session" script persist to the next.`,
 		Example: `  cordon session create --name dev
   cordon session create --name ci --net none --deny "git push" --carry
+  cordon session create --name agent --deny-read '**/.env*' --deny-write generated
   id=$(cordon session create)`,
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
