@@ -154,7 +154,15 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 				if !strings.Contains(g, "/") {
 					name = g
 				}
-				rules = append(rules, anchorOf(r, policy.AnchorPattern(g, home, root), name, read))
+				a := anchorOf(r, policy.AnchorPattern(g, home, root), name, read)
+				if strings.HasPrefix(g, "**/") {
+					// Any depth: matched against the whole path, so a
+					// writable tree that is itself inside a match's
+					// parents (a bind of a repository's .git directory)
+					// is covered too: /**/.git/hooks, walked from root.
+					a.glob = path.Join("/", g)
+				}
+				rules = append(rules, a)
 			}
 		}
 	}
@@ -403,6 +411,17 @@ func findMatches(rules []anchored) (map[string]match, error) {
 				}
 				return nil
 			}
+			if d.IsDir() && d.Name() == ".git" {
+				// git would make hooks itself; made now, it can be
+				// protected before the sandbox could fill it.
+				hooks := filepath.Join(p, "hooks")
+				if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
+					if hm, ok := test(hooks, "hooks"); ok && !hm.read && os.Mkdir(hooks, 0o755) == nil {
+						hm.created = true
+						record(hooks, hm)
+					}
+				}
+			}
 			if p == base {
 				return nil
 			}
@@ -417,17 +436,6 @@ func findMatches(rules []anchored) (map[string]match, error) {
 					return fs.SkipDir
 				}
 				return nil
-			}
-			if d.IsDir() && name == ".git" {
-				// git would make hooks itself; made now, it can be
-				// protected before the sandbox could fill it.
-				hooks := filepath.Join(p, "hooks")
-				if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
-					if hm, ok := test(hooks, "hooks"); ok && !hm.read && os.Mkdir(hooks, 0o755) == nil {
-						hm.created = true
-						record(hooks, hm)
-					}
-				}
 			}
 			if d.IsDir() && filepath.Base(filepath.Dir(p)) == ".git" {
 				return fs.SkipDir
