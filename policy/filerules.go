@@ -281,7 +281,7 @@ func checkFileExamples(f *FilePolicy) error {
 		if ex.Access == FileWrite {
 			rules = f.DenyWrite
 		}
-		p := AnchorPattern(ex.Path, exampleHome, exampleRoot)
+		var p string
 		if strings.HasPrefix(ex.Path, "/") || strings.HasPrefix(ex.Path, "~/") {
 			p = AnchorPattern(ex.Path, exampleHome, "")
 		} else {

@@ -64,6 +64,18 @@ func (e *ParseError) Error() string {
 //	    message: open a pull request instead
 //	examples:
 //	  - deny: [git, -C, ., push]   # an argv, or a string split into words
+//	net: none             # optional: host or none
+//	files:                # optional: see FilePolicy
+//	  deny_read: ["~/.ssh/id_*", "**/.env*"]
+//	  deny_write: [generated]
+//	  allow_write: [~/.cache/tool]
+//	  read_only: [/opt/sdk]
+//	  writable: [go-cache]
+//	  examples:
+//	    - deny_read: ~/.ssh/id_ed25519
+//
+// A fence config's filesystem.denyRead, allowWrite and denyWrite are
+// imported into the files part.
 func Parse(name string, data []byte) (f *File, err error) {
 	defer func() {
 		// The YAML library is third-party code fed untrusted input; a

@@ -29,6 +29,10 @@ const walkBound = 200_000
 // named presets (files.writable) bind real caches for users who accept that.
 var privateState = []string{"~/.cache", "~/.local/state", "~/.npm/_logs"}
 
+// PrivateState lists the per-user state paths covered by a private tmpfs
+// when they exist (as written, with ~).
+func PrivateState() []string { return append([]string(nil), privateState...) }
+
 // FileEvent is one thing the files policy did to a sandbox at start, for
 // --debug and the audit log.
 type FileEvent struct {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -179,6 +180,8 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	for _, p := range s.Files.ReadOnly {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", "file", "read_only", p)
 	}
+	fmt.Fprintf(tw, "  %s\t%s\t%s  # %s\n", "builtin", "private", strings.Join(runner.PrivateState(), ", "),
+		"writable in the sandbox, empty, discarded at exit (when they exist)")
 	for _, p := range s.Files.Writable {
 		fmt.Fprintf(tw, "  %s\t%s\t%s  # %s\n", "file", "writable", p, strings.Join(policy.Presets[p], ", "))
 	}
