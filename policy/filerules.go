@@ -130,6 +130,11 @@ var builtinDenyRead = []struct{ pattern, why string }{
 var builtinDenyWrite = []struct{ pattern, why string }{
 	{"**/.git/hooks", "git runs hooks outside the sandbox"},
 	{"**/.git/config", "core.fsmonitor, core.sshCommand and aliases run outside the sandbox"},
+	{"**/.git/config.worktree", "per-worktree config (core.fsmonitor, core.hooksPath)"},
+	{"**/.git/worktrees/*/config.worktree", "a linked worktree's own config"},
+	{"**/.git/modules/**/hooks", "a submodule's hooks"},
+	{"**/.git/modules/**/config", "a submodule's config"},
+	{"**/.git/modules/**/config.worktree", "a submodule's per-worktree config"},
 	{"cordon.yaml", "the next run's policy"},
 	{".cordon.yaml", "the next run's policy"},
 	{".claude", "agent settings (hooks, permissions)"},

@@ -328,8 +328,9 @@ type match struct {
 // the walk) and returns every existing path a rule matches, with the rule.
 // A deny_read match wins over a deny_write one for the same path. A
 // directory that matches is not walked into: it is covered whole. Inside a
-// .git directory only its entries are looked at (hooks, config), not its
-// objects. Symlinks are not followed by the walk; a matching symlink stands
+// git directory the walk skips the repository's data (gitBulk) but goes
+// into submodules' git directories (modules) and linked worktrees' own
+// directories (worktrees). Symlinks are not followed by the walk; a matching symlink stands
 // for what it points to, which is what a mount over its path covers.
 func findMatches(rules []anchored) (map[string]match, error) {
 	byBase := map[string][]int{}
@@ -415,7 +416,7 @@ func findMatches(rules []anchored) (map[string]match, error) {
 				}
 				return nil
 			}
-			if d.IsDir() && d.Name() == ".git" {
+			if d.IsDir() && isGitDir(p) {
 				// git would make hooks itself; made now, it can be
 				// protected before the sandbox could fill it.
 				hooks := filepath.Join(p, "hooks")
@@ -441,8 +442,8 @@ func findMatches(rules []anchored) (map[string]match, error) {
 				}
 				return nil
 			}
-			if d.IsDir() && filepath.Base(filepath.Dir(p)) == ".git" {
-				return fs.SkipDir
+			if d.IsDir() && gitBulk[name] && strings.Contains(p, "/.git/") {
+				return fs.SkipDir // a repository's data: nothing to protect in it
 			}
 			if d.IsDir() && maxDepth > 0 && strings.Count(p, "/")-baseDepth >= maxDepth {
 				return fs.SkipDir // no rule of this base matches deeper
@@ -461,6 +462,26 @@ func findMatches(rules []anchored) (map[string]match, error) {
 }
 
 var errWalkBound = errors.New("walk bound")
+
+// gitBulk names the directories of a git directory that hold its data (and
+// nothing git runs): the walk does not go into them. It does go into
+// modules (submodules' git directories, with hooks and config of their own)
+// and worktrees (linked worktrees' config.worktree).
+var gitBulk = map[string]bool{"objects": true, "refs": true, "logs": true, "lfs": true, "rr-cache": true,
+	"info": true, "branches": true, "sequencer": true, "rebase-merge": true, "rebase-apply": true}
+
+// isGitDir reports whether dir is a git directory: a .git directory, or a
+// submodule's under .git/modules (it has a HEAD).
+func isGitDir(dir string) bool {
+	if filepath.Base(dir) == ".git" {
+		return true
+	}
+	if !strings.Contains(dir, "/.git/modules/") {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "HEAD"))
+	return err == nil && fi.Mode().IsRegular()
+}
 
 // excepted reports whether an exception rule of the same list matches p.
 // Exceptions may have another fixed prefix than the rule they lift, so all

@@ -359,3 +359,41 @@ func TestFilesSession(t *testing.T) {
 	assert.Contains(t, r.stdout, filepath.Join(home, ".ssh/id_ed25519")+": Permission denied")
 	assert.Contains(t, r.stdout, "touch: cannot touch '.cursor': Permission denied")
 }
+
+// TestFilesSubmoduleProtected: a submodule's git directory (.git/modules/
+// NAME) has hooks and config of its own, run by git outside the sandbox:
+// they are protected like the repository's, and committing in the
+// submodule still works.
+func TestFilesSubmoduleProtected(t *testing.T) {
+	requireSeccompNotify(t)
+	git := requireTool(t, "git")
+	lib := gitRepo(t)
+	run := func(dir string, args ...string) {
+		t.Helper()
+		out, err := exec.Command(git, append([]string{"-C", dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	run(lib, "add", "main.go")
+	run(lib, "commit", "-qm", "lib")
+	top := gitRepo(t)
+	run(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+	gitdir := filepath.Join(top, ".git/modules/vendor/lib")
+	require.DirExists(t, gitdir)
+	require.NoError(t, os.RemoveAll(filepath.Join(gitdir, "hooks"))) // made again at start
+	config, err := os.ReadFile(filepath.Join(gitdir, "config"))
+	require.NoError(t, err)
+	script := `
+echo evil > .git/modules/vendor/lib/hooks/pre-commit
+echo evil >> .git/modules/vendor/lib/config
+cd vendor/lib && git config core.fsmonitor evil >/dev/null 2>&1 || echo fsmonitor refused
+echo change >> main.go && git -c user.email=a@example.com -c user.name=A commit -qam change && echo committed
+`
+	r := runCordon(t, runOpts{dir: top}, "--", "sh", "-c", script)
+	assert.Contains(t, r.stderr, ".git/modules/vendor/lib/hooks/pre-commit: Read-only file system")
+	assert.Contains(t, r.stderr, ".git/modules/vendor/lib/config: Read-only file system")
+	assert.Equal(t, "fsmonitor refused\ncommitted\n", r.stdout, r.stderr)
+	after, err := os.ReadFile(filepath.Join(gitdir, "config"))
+	require.NoError(t, err)
+	assert.Equal(t, string(config), string(after))
+	assert.NoFileExists(t, filepath.Join(gitdir, "hooks/pre-commit"))
+}
