@@ -400,7 +400,22 @@ func findMatches(rules []anchored) (map[string]match, error) {
 			record(base, m)
 			continue
 		}
-		if !fi.IsDir() || depth[base] == 0 {
+		if depth[base] == 0 {
+			continue
+		}
+		// A base that is a symlink to a directory (a dotfile manager's
+		// ~/.ssh) is walked where it leads; paths are matched as written
+		// under base.
+		real := base
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if real, err = filepath.EvalSymlinks(base); err != nil {
+				continue
+			}
+			if fi, err = os.Stat(real); err != nil {
+				continue
+			}
+		}
+		if !fi.IsDir() {
 			continue
 		}
 		maxDepth := depth[base]
@@ -408,7 +423,10 @@ func findMatches(rules []anchored) (map[string]match, error) {
 		if base == "/" {
 			baseDepth = 0
 		}
-		err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+			if real != base {
+				p = base + strings.TrimPrefix(p, real)
+			}
 			if err != nil {
 				// Unreadable to the caller: unreadable in the sandbox too.
 				if d != nil && d.IsDir() && p != base {

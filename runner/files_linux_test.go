@@ -81,3 +81,18 @@ func TestPlanFilesMatches(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `deny_write "`+filepath.Join(home, ".ssh")+`" (--deny-write) covers`)
 }
+
+// TestPlanFilesSymlinkedDirectory: a ~/.ssh that is a symlink to the real
+// directory (dotfile managers) still has its keys found and hidden.
+func TestPlanFilesSymlinkedDirectory(t *testing.T) {
+	home, err := os.MkdirTemp("/var/tmp", "cordon-plan-")
+	require.NoError(t, err)
+	defer os.RemoveAll(home)
+	mkfile(t, filepath.Join(home, "dotfiles/ssh/id_ed25519"))
+	require.NoError(t, os.Symlink(filepath.Join(home, "dotfiles/ssh"), filepath.Join(home, ".ssh")))
+	fl, err := planFiles(builtinFiles(), bwrap.Spec{}, home)
+	require.NoError(t, err)
+	defer fl.cleanup()
+	require.Len(t, fl.unreadable, 1)
+	assert.Equal(t, filepath.Join(home, "dotfiles/ssh/id_ed25519"), fl.unreadable[0].Path)
+}
