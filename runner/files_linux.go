@@ -245,17 +245,35 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 			fl.events = append(fl.events, FileEvent{Action: "private", Path: abs, Rule: "private home state", RuleID: "builtin"})
 		}
 	}
-	for _, r := range fp.DenyWrite {
-		if !r.Exception() && !strings.Contains(r.Pattern, "/") {
-			fl.names = append(fl.names, r.Pattern)
-		}
-	}
+	fl.names = protectedNames(fp.DenyWrite)
 	if len(fl.unreadable) > 0 {
 		if err := fl.makePlaceholder(); err != nil {
 			return nil, &SetupError{Err: err}
 		}
 	}
 	return fl, nil
+}
+
+// protectedNames lists the bare deny_write names the supervisor refuses to
+// create, less those a bare exception lifts ("!.vscode" lets the sandbox
+// create .vscode directories, e.g. for a git clone of a repository that
+// has one).
+func protectedNames(rules []policy.FileRule) []string {
+	var out []string
+	for _, n := range policy.ProtectedNames(rules) {
+		lifted := false
+		for _, r := range rules {
+			if g := r.Glob(); r.Exception() && !strings.Contains(g, "/") {
+				if ok, _ := path.Match(g, n); ok || g == n {
+					lifted = true
+				}
+			}
+		}
+		if !lifted {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func isWritableBind(b string, roots []string) bool {

@@ -397,3 +397,15 @@ echo change >> main.go && git -c user.email=a@example.com -c user.name=A commit 
 	assert.Equal(t, string(config), string(after))
 	assert.NoFileExists(t, filepath.Join(gitdir, "hooks/pre-commit"))
 }
+
+// TestFilesLiftProtectedName: an exception lifts one protected name (a
+// clone of a repository that commits .vscode), the others stay.
+func TestFilesLiftProtectedName(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	r := runCordon(t, runOpts{dir: dir}, "--deny-write", "!.vscode", "--", "sh", "-c",
+		"mkdir -p clone/.vscode && echo made; mkdir clone/.claude")
+	assert.Equal(t, "made\n", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, `cordon: denied: create clone/.claude (rule: deny_write ".claude": protected name)`)
+	assert.DirExists(t, filepath.Join(dir, "clone/.vscode"))
+}
