@@ -409,3 +409,68 @@ func TestFilesLiftProtectedName(t *testing.T) {
 	assert.Contains(t, r.stderr, `cordon: denied: create clone/.claude (rule: deny_write ".claude": protected name)`)
 	assert.DirExists(t, filepath.Join(dir, "clone/.vscode"))
 }
+
+// i386Mkdir is a static 32-bit program that calls mkdir(".claude", 0755)
+// through int 0x80 and exits with the errno (0 on success).
+const i386Mkdir = `
+	.data
+path:	.asciz ".claude"
+	.text
+	.globl _start
+_start:
+	movl $39, %eax
+	movl $path, %ebx
+	movl $0755, %ecx
+	int $0x80
+	movl %eax, %ebx
+	negl %ebx
+	movl $1, %eax
+	int $0x80
+`
+
+// x32Create opens ".codex" with O_CREAT through the x32 syscall table
+// (open is x32 number 2) with a 32-bit pointer from a non-PIE program.
+const x32Create = `
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static char path[] = ".codex";
+int main(void) {
+	long rc = syscall(0x40000000L | 2, (unsigned long)path, O_CREAT | O_WRONLY, 0644);
+	printf("x32-open: %s\n", rc < 0 ? strerror(errno) : "ok");
+	return 0;
+}
+`
+
+// TestFilesCreateFromOtherArchitectures: the creation checks hold for
+// i386 (int 0x80) and x32 callers, whose system call numbers differ.
+func TestFilesCreateFromOtherArchitectures(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	buildI386(t, dir) // skips (fails under CI) without IA32 emulation
+	as, ld := requireTool(t, "as"), requireTool(t, "ld")
+	src := filepath.Join(dir, "mkdir32.s")
+	require.NoError(t, os.WriteFile(src, []byte(i386Mkdir), 0o644))
+	out, err := exec.Command(as, "--32", "-o", filepath.Join(dir, "mkdir32.o"), src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(ld, "-m", "elf_i386", "-o", filepath.Join(dir, "mkdir32"), filepath.Join(dir, "mkdir32.o")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	r := runCordon(t, runOpts{dir: dir}, "--", "./mkdir32")
+	assert.Equal(t, 13, r.code, "EACCES: %s", r.stderr)
+	assert.Contains(t, r.stderr, `cordon: denied: create .claude (rule: deny_write ".claude": protected name)`)
+	assert.NoDirExists(t, filepath.Join(dir, ".claude"))
+
+	gcc := requireTool(t, "gcc")
+	csrc := filepath.Join(dir, "x32.c")
+	require.NoError(t, os.WriteFile(csrc, []byte(x32Create), 0o644))
+	out, err = exec.Command(gcc, "-O2", "-no-pie", "-o", filepath.Join(dir, "x32"), csrc).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// The filter sees the x32 number before the kernel dispatches it, so
+	// the call is refused whether or not the kernel has the x32 ABI.
+	r = runCordon(t, runOpts{dir: dir}, "--", "./x32")
+	assert.Equal(t, "x32-open: Permission denied\n", r.stdout, r.stderr)
+	assert.NoFileExists(t, filepath.Join(dir, ".codex"))
+}
