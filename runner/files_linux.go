@@ -233,10 +233,10 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 			continue
 		}
 		skip := false
-		for _, b := range append(append([]string(nil), roots...), fl.ro...) {
+		for _, b := range binds {
 			// Already writable (the working directory is home), or
 			// bound by the user: theirs to decide.
-			if under(abs, b) || b == abs {
+			if under(abs, filepath.Clean(b)) {
 				skip = true
 			}
 		}

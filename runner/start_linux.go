@@ -334,6 +334,8 @@ func (sp *startSpec) argv() ([]string, error) {
 		sp.files = fl
 		fl.apply(&box)
 		sp.sup.ProtectedNames = fl.names
+		sp.log.Debug("files policy", "hidden", len(fl.unreadable), "protected", len(fl.protect),
+			"private", len(fl.private), "protected_names", fl.names)
 		for _, ev := range fl.events {
 			sp.log.Debug("files", "action", ev.Action, "path", ev.Path, "rule", ev.Rule, "rule_id", ev.RuleID)
 			if sp.onFile != nil {
