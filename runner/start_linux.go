@@ -332,6 +332,12 @@ func (sp *startSpec) argv() ([]string, error) {
 			return nil, err
 		}
 		sp.files = fl
+		for _, u := range fl.unreadable {
+			if under(exe, u.Path) {
+				return nil, inputError(fmt.Errorf("cordon's own binary %s lies under %s, which a deny_read rule hides", exe, u.Path),
+					"narrow the rule, or install cordon elsewhere")
+			}
+		}
 		fl.apply(&box)
 		sp.sup.ProtectedNames = fl.names
 		sp.log.Debug("files policy", "hidden", len(fl.unreadable), "protected", len(fl.protect),
