@@ -282,34 +282,51 @@ const (
 func checkFileExamples(f *FilePolicy) error {
 	var errs []error
 	for _, ex := range f.Examples {
-		rules := f.DenyRead
-		if ex.Access == FileWrite {
-			rules = f.DenyWrite
-		}
-		var p string
-		if strings.HasPrefix(ex.Path, "/") || strings.HasPrefix(ex.Path, "~/") {
-			p = AnchorPattern(ex.Path, exampleHome, "")
-		} else {
-			p = path.Join(exampleRoot, ex.Path)
-		}
-		globs := make([]string, len(rules))
-		for i, r := range rules {
-			globs[i] = AnchorPattern(r.Glob(), exampleHome, exampleRoot)
-		}
-		r, denied := MatchFile(rules, globs, p)
+		r, denied := f.decideExample(ex)
 		if denied != ex.Denied {
-			got := "allowed"
-			if denied {
-				got = fmt.Sprintf("denied by %q (%s)", r.Pattern, r.Source)
-			}
-			want := "allowed"
-			if ex.Denied {
-				want = "denied"
-			}
-			errs = append(errs, fmt.Errorf("%s: file example %s %s: got %s, want %s", cmpSource(ex.Source), ex.Access, ex.Path, got, want))
+			errs = append(errs, fmt.Errorf("%s: file example %s %s: got %s, want %s", cmpSource(ex.Source), ex.Access, ex.Path,
+				FileExampleResult(r, denied), FileExampleResult(FileRule{}, ex.Denied)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// FileExampleResult describes a file example's outcome for messages:
+// "allowed", or "denied by PATTERN (SOURCE)" when the rule is known.
+func FileExampleResult(r FileRule, denied bool) string {
+	switch {
+	case !denied:
+		return "allowed"
+	case r.Pattern == "":
+		return "denied"
+	}
+	return fmt.Sprintf("denied by %q (%s)", r.Pattern, r.Source)
+}
+
+// DecideFileExample reports whether the policy's files part denies ex's
+// access to its path, and the deciding rule. Paths and relative rules are
+// placed under a stand-in working directory and ~ under a stand-in home:
+// nothing is read.
+func (p *Policy) DecideFileExample(ex FileExample) (FileRule, bool) {
+	return p.filePolicy.decideExample(ex)
+}
+
+func (f *FilePolicy) decideExample(ex FileExample) (FileRule, bool) {
+	rules := f.DenyRead
+	if ex.Access == FileWrite {
+		rules = f.DenyWrite
+	}
+	var p string
+	if strings.HasPrefix(ex.Path, "/") || strings.HasPrefix(ex.Path, "~/") {
+		p = AnchorPattern(ex.Path, exampleHome, "")
+	} else {
+		p = path.Join(exampleRoot, ex.Path)
+	}
+	globs := make([]string, len(rules))
+	for i, r := range rules {
+		globs[i] = AnchorPattern(r.Glob(), exampleHome, exampleRoot)
+	}
+	return MatchFile(rules, globs, p)
 }
 
 // ProtectedNames lists the bare names among rules (no '/', not an

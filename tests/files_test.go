@@ -134,6 +134,12 @@ func TestFilesDenyReadGlob(t *testing.T) {
 	r = runCordon(t, runOpts{dir: dir}, "--policy", bad, "--", "true")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "file example read .env.local: got allowed, want denied")
+	r = runCordon(t, runOpts{dir: dir}, "policy", "test", "--policy", bad)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "FAIL  read .env.local: want denied  ("+bad+":4)\n      got allowed\n")
+	r = runCordon(t, runOpts{dir: dir}, "policy", "test", "--policy", pol)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `PASS  read a/b/.env.production: denied by "**/.env*"`)
 }
 
 // gitRepo makes a repository with a commit, a hook, an agent settings
