@@ -42,6 +42,9 @@ type SandboxOptions struct {
 	// supervisor.Options); both run on the supervisor's goroutine.
 	Ask        func(*supervisor.Verdict) bool
 	OnDecision func(*supervisor.Verdict)
+	// OnCreateDenied is told of every creation of a protected name the
+	// supervisor refused (supervisor.Options.OnCreateDenied).
+	OnCreateDenied func(*supervisor.CreateVerdict)
 	// SearchPath is the processes' PATH (supervisor.Options.SearchPath).
 	SearchPath string
 	// Verify selects race-free verification (supervisor.Options.Verify).
@@ -156,9 +159,10 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 		exe:    o.Exe,
 		config: configMsg{Session: true, Dir: o.Dir},
 		policy: o.Policy,
-		sup:    supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify},
-		log:    o.Logger,
-		home:   o.Home,
+		sup: supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify,
+			OnCreateDenied: o.OnCreateDenied},
+		log:  o.Logger,
+		home: o.Home,
 	})
 	if err != nil {
 		return nil, err

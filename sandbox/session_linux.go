@@ -117,6 +117,10 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		Logger:     s.log,
 		Exe:        m.opts.Exe,
 		Home:       homeOf(env),
+		// A refused creation is reported as a denied decision whose argv
+		// says what was refused (create PATH), so that every client
+		// prints its "cordon: denied:" line.
+		OnCreateDenied: s.onCreateDenied,
 	})
 	if err != nil {
 		cancel()
@@ -864,6 +868,17 @@ func (s *Session) ask(d *supervisor.Verdict) bool {
 		id = p.id
 	}
 	return s.spec.Ask(ctx, id, q)
+}
+
+// onCreateDenied reports a refused creation of a protected name as a
+// denied decision of the process that tried it.
+func (s *Session) onCreateDenied(v *supervisor.CreateVerdict) {
+	chain := nsChain(v.Pid, int(s.initPid.Load()))
+	dec := ExecDecision{Time: v.Time, Decision: "deny", Rule: v.RuleText(), Argv: v.Words()}
+	if len(chain) > 0 {
+		dec.Pid = chain[0]
+	}
+	s.deliver(chain, dec)
 }
 
 // homeOf is the HOME of a session's environment: ~ in its policy's files

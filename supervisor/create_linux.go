@@ -126,13 +126,24 @@ type CreateVerdict struct {
 	Name string
 }
 
+// Words describe the refused creation as words: create PATH, or symlink
+// PATH -> TARGET. Sessions report it in this form (as the argv of a denied
+// decision), so their clients print the same line as a one-shot run.
+func (v *CreateVerdict) Words() []string {
+	if v.Target != "" {
+		return []string{"symlink", v.Path, "->", v.Target}
+	}
+	return []string{"create", v.Path}
+}
+
+// RuleText names the rule that refused it.
+func (v *CreateVerdict) RuleText() string {
+	return fmt.Sprintf("deny_write %q: protected name", v.Name)
+}
+
 // DenialLine is the line printed for a refused creation.
 func (v *CreateVerdict) DenialLine() string {
-	what := "create " + FormatArgv([]string{v.Path})
-	if v.Target != "" {
-		what = "symlink " + FormatArgv([]string{v.Path}) + " -> " + FormatArgv([]string{v.Target})
-	}
-	return fmt.Sprintf("cordon: denied: %s (rule: deny_write %q: protected name)", what, v.Name)
+	return fmt.Sprintf("cordon: denied: %s (rule: %s)", FormatArgv(v.Words()), v.RuleText())
 }
 
 // lastName is the final component of p as the kernel creates it: trailing

@@ -364,6 +364,7 @@ func TestFilesSession(t *testing.T) {
 	assert.Contains(t, r.stdout, secret+": Permission denied", r.stderr)
 	assert.Contains(t, r.stdout, filepath.Join(home, ".ssh/id_ed25519")+": Permission denied")
 	assert.Contains(t, r.stdout, "touch: cannot touch '.cursor': Permission denied")
+	assert.Contains(t, r.stderr, `cordon: denied: create .cursor (rule: deny_write ".cursor": protected name)`)
 }
 
 // TestFilesSubmoduleProtected: a submodule's git directory (.git/modules/
