@@ -84,6 +84,9 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		return nil, err
 	}
 	net := bwrap.NetHost
+	if spec.Net == "" {
+		spec.Net = pol.Net() // the policy document's net, when it says
+	}
 	if spec.Net != "" {
 		if net, err = bwrap.ParseNet(spec.Net); err != nil {
 			return nil, invalid("%v", err)
@@ -134,6 +137,11 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		SearchPath: path,
 		Logger:     s.log,
 		Exe:        m.opts.Exe,
+		Home:       homeOf(env),
+		// A refused creation is reported as a denied decision whose argv
+		// says what was refused (create PATH), so that every client
+		// prints its "cordon: denied:" line.
+		OnCreateDenied: s.onCreateDenied,
 	})
 	if err != nil {
 		cancel()
@@ -1081,4 +1089,22 @@ func (s *Session) askNet(r *netproxy.Record) bool {
 	q := netDecision(r, chain)
 	q.Decision = "ask"
 	return s.askOne(s.ctx, chain, q)
+}
+
+// onCreateDenied reports a refused creation of a protected name as a
+// denied decision of the process that tried it.
+func (s *Session) onCreateDenied(v *supervisor.CreateVerdict) {
+	chain := nsChain(v.Pid, int(s.initPid.Load()))
+	dec := ExecDecision{Kind: "file", Time: v.Time, Decision: "deny", Rule: v.RuleText(), Argv: v.Words()}
+	if len(chain) > 0 {
+		dec.Pid = chain[0]
+	}
+	s.deliver(chain, dec)
+}
+
+// homeOf is the HOME of a session's environment: ~ in its policy's files
+// part is the caller's home, not the daemon's.
+func homeOf(env []string) string {
+	h, _ := envValue(env, "HOME")
+	return h
 }

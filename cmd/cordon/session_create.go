@@ -34,6 +34,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
   cordon session create --name scratch --carry --idle-timeout 30m
   cordon session create --name dev --ask-timeout 2m   # then: cordon session asks dev
   cordon session create --name web --allow-net registry.npmjs.org --allow-net '*.github.com'
+  cordon session create --name agent --deny-read '**/.env*' --deny-write generated
   id=$(cordon session create)`,
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
