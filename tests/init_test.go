@@ -201,8 +201,52 @@ func TestReadmeAgentLines(t *testing.T) {
 		require.NoError(t, json.Unmarshal(got, &g))
 		assert.Equal(t, w, g, agent)
 	}
-	dir := t.TempDir()
-	writeFile(t, dir, "p.yaml", readmeBlock(t, "The same as a policy file", "yaml"))
-	r := runCordon(t, runOpts{dir: dir}, "policy", "check", "--policy", "p.yaml", "--", "git", "push")
-	assert.Equal(t, 1, r.code, "%s\n%s", r.stdout, r.stderr)
+}
+
+// TestAgentWrapPolicies: each whole-agent policy in examples/agents loads,
+// its examples hold, and in a real run the agent's state directory is
+// writable while its settings file and the project's settings are not.
+func TestAgentWrapPolicies(t *testing.T) {
+	requireSeccompNotify(t)
+	for _, tc := range []struct{ agent, state, settings string }{
+		{"claude", ".claude", ".claude/settings.json"},
+		{"codex", ".codex", ".codex/config.toml"},
+		{"gemini", ".gemini", ".gemini/settings.json"},
+		{"cursor", ".cursor", ".cursor/hooks.json"},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			pol, err := filepath.Abs(filepath.Join("..", "examples", "agents", tc.agent+".yaml"))
+			require.NoError(t, err)
+			home := t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(home, tc.state), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(home, tc.settings), []byte("{}\n"), 0o644))
+			if tc.agent == "claude" {
+				require.NoError(t, os.WriteFile(filepath.Join(home, ".claude.json"), []byte("{}\n"), 0o644))
+			}
+			o := runOpts{env: []string{"HOME=" + home, "XDG_CONFIG_HOME=" + t.TempDir()}}
+			r := runCordon(t, o, "policy", "test", "--policy", pol)
+			require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+			assert.Contains(t, r.stdout, "examples hold")
+
+			script := `touch ~/` + tc.state + `/state && echo state-ok
+echo x > ~/` + tc.settings + ` || echo settings-refused
+mkdir ` + tc.state + ` || echo project-refused`
+			r = runCordon(t, o, "--policy", pol, "--", "sh", "-c", script)
+			assert.Contains(t, r.stdout, "state-ok", r.stderr)
+			assert.Contains(t, r.stdout, "settings-refused")
+			assert.Contains(t, r.stdout, "project-refused")
+			b, _ := os.ReadFile(filepath.Join(home, tc.settings))
+			assert.Equal(t, "{}\n", string(b), "the agent's settings are unchanged on the host")
+			assert.FileExists(t, filepath.Join(home, tc.state, "state"), "its state is the host's")
+		})
+	}
+	// The README's example is the shipped file's policy.
+	readme := readmeBlock(t, "The Claude Code one, for instance", "yaml")
+	b, err := os.ReadFile("../examples/agents/claude.yaml")
+	require.NoError(t, err)
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	file := norm(string(b))
+	for _, l := range strings.Split(strings.TrimSpace(readme), "\n") {
+		assert.Contains(t, file, norm(l))
+	}
 }
