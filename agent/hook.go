@@ -193,6 +193,9 @@ func Parse(k Kind, r io.Reader) (Call, error) {
 	if c.Cwd == "" {
 		return Call{}, fmt.Errorf("%w: no cwd: cordon finds the policy from it", ErrPayload)
 	}
+	if strings.ContainsRune(c.Command, 0) || strings.ContainsRune(c.Cwd, 0) || strings.ContainsRune(c.Dir, 0) {
+		return Call{}, fmt.Errorf("%w: a NUL byte in the command or a directory, which no shell can carry", ErrPayload)
+	}
 	// A directory the tool names is honoured when it is not the agent's
 	// own: the agent's directory is where the session starts, and after
 	// that the directory the session's commands cd'd to is kept.
@@ -348,9 +351,12 @@ func shellJoin(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// Quote quotes s as one word for bash and every POSIX shell: single quotes,
-// a single quote inside is closed, escaped and reopened. Nothing inside
-// single quotes is expanded.
+// Quote quotes s as one word for bash, zsh and every POSIX shell: single
+// quotes, a single quote inside is closed, escaped and reopened. Nothing
+// inside single quotes is expanded, newlines and tabs included. Not
+// mvdan.cc/sh's syntax.Quote: for POSIX it refuses newlines and tabs
+// (agents send multi-line commands), and for bash it writes $'...', which
+// sh does not read. s must not hold a NUL byte (Parse refuses those).
 func Quote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+@%") == "" {
 		return s

@@ -66,7 +66,7 @@ func FuzzParse(f *testing.F) {
 				}
 				continue
 			}
-			if c.Shell && (c.Command == "" || len(c.Command) > MaxCommand || c.Session == "" || c.Cwd == "") {
+			if c.Shell && (strings.ContainsRune(c.Command, 0) || c.Command == "" || len(c.Command) > MaxCommand || c.Session == "" || c.Cwd == "") {
 				t.Fatalf("%s: a shell call without what the hook needs: %+v", k, c)
 			}
 		}
