@@ -200,6 +200,12 @@ func staticCheck(pol *policy.Policy, script string) (policy.Decision, string) {
 	return policy.Allow, ""
 }
 
+// hookBudget bounds the daemon's part of a hook (start, lookup, session
+// creation). The agents give a hook 60 s by default and treat a hook that
+// overruns as a non-blocking error, running the command as it was: the
+// hook must answer, with a deny if need be, well before that.
+const hookBudget = 20 * time.Second
+
 // sessionIDPattern is what an agent's session id must look like to name
 // a cordon session as it is; anything else is hashed.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -218,7 +224,7 @@ func hookSessionName(id string) string {
 // writable) when it does not exist.
 func (o *hookOptions) ensureSession(cmd *cobra.Command, call agent.Call) (string, error) {
 	name := hookSessionName(call.Session)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hookBudget)
 	defer cancel()
 	c, err := connectDaemon(ctx)
 	if err != nil {
