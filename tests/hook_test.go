@@ -291,3 +291,28 @@ func TestHookSessionEndsWhenIdle(t *testing.T) {
 	assert.NotContains(t, ls, "agent-idle2", "the idle session was closed")
 	assert.Contains(t, ls, "agent-idle ", "the session with the default idle timeout is still there")
 }
+
+// TestHookRewriteKeepsTheCommandExact: whatever the command holds (quotes
+// of both kinds, backslashes, $(...), newlines, a heredoc, a would-be
+// breakout of the rewrite's quoting), the rewritten command runs exactly
+// it, inside the session: its output is what bash gives for the original.
+func TestHookRewriteKeepsTheCommandExact(t *testing.T) {
+	h := newHookEnv(t)
+	cmds := []string{
+		`printf '%s|' "it's" 'a\b' "$((1+2))" \$HOME; echo`,
+		"echo one\necho 'two\n  lines'\ncat <<'EOF'\n$not $(expanded)\nEOF",
+		`echo '; echo broke-out; '"'"`,
+		`x='a b'; for w in $x; do echo "[$w]"; done`,
+		`echo "$(echo nested "$(echo deeper)")"; echo ~root`,
+	}
+	for _, agent := range hookAgents {
+		for i, c := range cmds {
+			a, r := h.ask(agent, "exact-"+agent, c)
+			require.Equal(t, "allow", a.verdict, "%q: %s", c, r.stderr)
+			got := h.runRewritten(a.command)
+			want := runCordonVia(t, runOpts{dir: h.dir}, "bash", "-c", c)
+			assert.Equal(t, want.stdout, got.stdout, "%s command %d: %q (stderr %s)", agent, i, c, got.stderr)
+			assert.Equal(t, want.code, got.code, "%s command %d", agent, i)
+		}
+	}
+}
