@@ -120,10 +120,11 @@ func (o *hookOptions) answer(cmd *cobra.Command, call agent.Call) agent.Answer {
 	if err := os.Chdir(call.Cwd); err != nil {
 		return fail(fmt.Errorf("the agent's cwd: %w", err))
 	}
-	var warn strings.Builder
-	eff, err := o.loadPolicy(cmd.Flags(), &warn, forRun)
+	// Warnings (a discovered file's notes) go nowhere: stdout is the
+	// answer, and the agent shows a hook's stderr only on a block.
+	eff, err := o.loadPolicy(cmd.Flags(), io.Discard, forRun)
 	if err != nil {
-		return fail(fmt.Errorf("%v%s", err, strings.TrimSpace(warn.String())))
+		return fail(err)
 	}
 	verdict, reason := staticCheck(eff.pol, call.Command)
 	if verdict == policy.Deny {
