@@ -69,7 +69,7 @@ func (c *Client) CloseSession(ctx context.Context, session string) error {
 // byte. Cancelling ctx closes the connection, and the daemon kills the
 // command's tree.
 func (c *Client) Exec(ctx context.Context, req service.ExecRequest) (service.ExecResult, error) {
-	if req.Output != nil {
+	if req.Output != nil || req.OnDecision != nil {
 		return c.execStream(ctx, req)
 	}
 	var out api.ExecResult

@@ -143,6 +143,9 @@ func (c *Client) execStream(ctx context.Context, req service.ExecRequest) (servi
 		}
 		switch msg.event {
 		case string(service.EventStdout), string(service.EventStderr):
+			if req.Output == nil {
+				continue
+			}
 			var wire api.Event
 			if err := json.Unmarshal([]byte(msg.data), &wire); err != nil {
 				return service.ExecResult{}, fmt.Errorf("exec output event %s: %w", msg.id, err)
@@ -152,6 +155,14 @@ func (c *Client) execStream(ctx context.Context, req service.ExecRequest) (servi
 				return service.ExecResult{}, err
 			}
 			req.Output(ev.Kind, ev.Data)
+		case string(service.EventDecision):
+			var wire api.Event
+			if err := json.Unmarshal([]byte(msg.data), &wire); err != nil || wire.Decision == nil {
+				return service.ExecResult{}, fmt.Errorf("exec decision event %s: %v", msg.id, err)
+			}
+			if req.OnDecision != nil {
+				req.OnDecision(apiconv.Decision(*wire.Decision))
+			}
 		case api.EventResult:
 			var out api.ExecResult
 			if err := json.Unmarshal([]byte(msg.data), &out); err != nil {

@@ -511,6 +511,7 @@ func (p *Process) addDecision(d ExecDecision) {
 		p.mu.Lock()
 		p.decisions = append(p.decisions, d)
 		p.mu.Unlock()
+		p.output.decide(d)
 	}
 }
 
@@ -570,9 +571,10 @@ func (p *Process) readSnapshot(f *os.File, done func()) {
 // Exec has returned (a reader may outlive it when what the command left
 // running holds a pipe open past the drain bound).
 type outputStream struct {
-	mu      sync.Mutex
-	fn      func(EventKind, []byte) // guarded by mu
-	stopped bool                    // guarded by mu
+	mu       sync.Mutex
+	fn       func(EventKind, []byte) // guarded by mu; may be nil
+	decision func(ExecDecision)      // guarded by mu; may be nil
+	stopped  bool                    // guarded by mu
 }
 
 // write passes b on; a nil stream does nothing.
@@ -582,8 +584,20 @@ func (o *outputStream) write(kind EventKind, b []byte) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.stopped {
+	if !o.stopped && o.fn != nil {
 		o.fn(kind, b)
+	}
+}
+
+// decide passes d on; a nil stream does nothing.
+func (o *outputStream) decide(d ExecDecision) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stopped && o.decision != nil {
+		o.decision(d)
 	}
 }
 

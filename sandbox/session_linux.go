@@ -524,8 +524,8 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	}
 	grace := s.grace(req.KillGrace)
 	var stream *outputStream
-	if req.Output != nil {
-		stream = &outputStream{fn: req.Output}
+	if req.Output != nil || req.OnDecision != nil {
+		stream = &outputStream{fn: req.Output, decision: req.OnDecision}
 		defer stream.stop()
 	}
 	p, err := s.spawn(procSpec{

@@ -167,7 +167,10 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Query().Get("stream") {
 	case "1", "true", "yes":
 		st = &execStream{w: w, rc: http.NewResponseController(w), encoding: req.Encoding}
-		lreq.Output = st.output
+		st.conv = func(d service.ExecDecision) service.ExecDecision {
+			return s.ids.decisions(lreq.Session, []service.ExecDecision{d})[0]
+		}
+		lreq.Output, lreq.OnDecision = st.output, st.decision
 	}
 	res, err := s.o.Service.Exec(r.Context(), lreq)
 	if st != nil && st.started() {

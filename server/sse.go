@@ -64,10 +64,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	var until uint64 // 0: until the stream ends by itself
 	if !following(r) && info.State != service.ProcessExited {
-		until = info.LastEvent
-		if until <= after {
-			until = after
+		if info.LastEvent <= after {
+			// Nothing new so far: the answer is an empty stream. (until
+			// = after would be 0 for a process with no event yet, which
+			// means "follow" to stream.)
+			s.stream(w, r, after, 0, nil, nil) // a nil source: an empty stream
+			return
 		}
+		until = info.LastEvent
 	}
 	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[service.Event, error] {
 		return s.o.Service.Events(ctx, sess, proc, after)
@@ -135,7 +139,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, after, until uin
 		fmt.Fprint(w, "event: end\ndata: {}\n\n")
 		_ = rc.Flush()
 	}
-	if until != 0 && until <= after {
+	if source == nil || (until != 0 && until <= after) {
 		end()
 		return
 	}
@@ -223,6 +227,7 @@ type execStream struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	encoding string
+	conv     func(service.ExecDecision) service.ExecDecision // the server's ids
 	seq      uint64 // guarded by Exec, which serialises output calls
 	begun    bool   // guarded as seq
 	broken   bool   // guarded as seq: the client went away
@@ -261,6 +266,27 @@ func (e *execStream) output(kind service.EventKind, data []byte) {
 		return
 	}
 	if _, err := fmt.Fprintf(e.w, "id: %d\nevent: %s\ndata: %s\n\n", e.seq, kind, b); err != nil {
+		e.broken = true
+		return
+	}
+	if e.rc.Flush() != nil {
+		e.broken = true
+	}
+}
+
+// decision is the request's ExecRequest.OnDecision: a "decision" event.
+func (e *execStream) decision(d service.ExecDecision) {
+	if e.broken {
+		return
+	}
+	e.begin()
+	e.seq++
+	d = e.conv(d)
+	b, err := json.Marshal(apiconv.APIEvent(service.Event{Seq: e.seq, Time: d.Time, Kind: service.EventDecision, Decision: &d}))
+	if err != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(e.w, "id: %d\nevent: %s\ndata: %s\n\n", e.seq, service.EventDecision, b); err != nil {
 		e.broken = true
 		return
 	}

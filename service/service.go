@@ -184,6 +184,10 @@ type ExecRequest struct {
 	// holds it too, up to MaxOutput. Calls are serialised; data is valid
 	// only during the call. None is made once Exec has returned.
 	Output func(kind EventKind, data []byte) `json:"-"`
+	// OnDecision, when set, is given each decision the result lists, as
+	// it is made (a denial while the command still runs); serialised with
+	// Output, none after Exec has returned.
+	OnDecision func(ExecDecision) `json:"-"`
 }
 
 // ExecResult is how an Exec ended. The command's tree is gone when Exec

@@ -83,3 +83,43 @@ func TestExecStreamsOutput(t *testing.T) {
 	assert.Contains(t, body, `"text":"one\n"`)
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(body), "event: end\ndata: {}"), body)
 }
+
+// TestExecDenialLinesAreLive: a denial is printed when it happens, while
+// the command runs on, and only once.
+func TestExecDenialLinesAreLive(t *testing.T) {
+	d := newDaemonEnv(t)
+	dir := t.TempDir()
+	script := `git push origin main 2>/dev/null; while [ ! -e go-on ]; do sleep 0.05; done; echo done`
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"daemon", []string{"exec", "--deny", "git push", "-c", script}},
+		{"no daemon", []string{"exec", "--no-daemon", "--deny", "git push", "-c", script}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			marker := filepath.Join(dir, "go-on")
+			os.Remove(marker)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, cordonBin, tc.args...)
+			cmd.Dir = dir
+			cmd.Env = append(append(os.Environ(), raceEnv), d.env...)
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			errs := bufio.NewReader(stderr)
+			line, err := errs.ReadString('\n')
+			require.NoError(t, err, "the denial is printed while the command runs")
+			assert.Equal(t, "cordon: denied: git push origin main (rule: deny \"git push\")\n", line)
+			require.NoError(t, os.WriteFile(marker, nil, 0o644))
+			rest, err := io.ReadAll(errs)
+			require.NoError(t, err)
+			assert.NotContains(t, string(rest), "cordon: denied", "printed once")
+			require.NoError(t, cmd.Wait())
+			assert.Equal(t, "done\n", stdout.String())
+		})
+	}
+}

@@ -150,7 +150,16 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	streamed := false
+	// Denial lines printed as the denials happened, so that the result's
+	// list does not print them again.
+	printed := map[string]int{}
 	if !o.json {
+		req.OnDecision = func(d sandbox.ExecDecision) {
+			if line := denialLine(d); line != "" {
+				fmt.Fprintln(stderr, line)
+				printed[line]++
+			}
+		}
 		// The output is passed through as the command writes it, not
 		// when it ends.
 		req.Output = func(kind sandbox.EventKind, data []byte) {
@@ -177,7 +186,16 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			_, _ = stdout.Write(res.Stdout)
 			_, _ = stderr.Write(res.Stderr)
 		}
-		printDecisions(cmd.ErrOrStderr(), res.Decisions)
+		for _, d := range res.Decisions {
+			line := denialLine(d)
+			switch {
+			case line == "":
+			case printed[line] > 0:
+				printed[line]--
+			default:
+				fmt.Fprintln(stderr, line)
+			}
+		}
 		switch {
 		case res.TimedOut:
 			fmt.Fprintf(cmd.ErrOrStderr(), "cordon: timed out after %v\n", o.timeout)
