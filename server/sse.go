@@ -228,9 +228,9 @@ type execStream struct {
 	rc       *http.ResponseController
 	encoding string
 	conv     func(service.ExecDecision) service.ExecDecision // the server's ids
-	seq      uint64 // guarded by Exec, which serialises output calls
-	begun    bool   // guarded as seq
-	broken   bool   // guarded as seq: the client went away
+	seq      uint64                                          // guarded by Exec, which serialises output calls
+	begun    bool                                            // guarded as seq
+	broken   bool                                            // guarded as seq: the client went away
 }
 
 func (e *execStream) begin() {
