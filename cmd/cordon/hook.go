@@ -130,7 +130,7 @@ func (o *hookOptions) answer(cmd *cobra.Command, call agent.Call) agent.Answer {
 	if verdict == policy.Deny {
 		return agent.Answer{Verdict: agent.Deny, Reason: reason}
 	}
-	session, err := o.ensureSession(cmd, call)
+	session, err := o.ensureSession(cmd, call, eff)
 	if err != nil {
 		return fail(err)
 	}
@@ -223,7 +223,7 @@ func hookSessionName(id string) string {
 // ensureSession returns the name of the agent session's cordon session,
 // creating it (carry mode, the policy loaded here, the agent's directory
 // writable) when it does not exist.
-func (o *hookOptions) ensureSession(cmd *cobra.Command, call agent.Call) (string, error) {
+func (o *hookOptions) ensureSession(cmd *cobra.Command, call agent.Call, eff *effectivePolicy) (string, error) {
 	name := hookSessionName(call.Session)
 	ctx, cancel := context.WithTimeout(context.Background(), hookBudget)
 	defer cancel()
@@ -237,7 +237,7 @@ func (o *hookOptions) ensureSession(cmd *cobra.Command, call agent.Call) (string
 	} else if !errors.Is(err, sandbox.ErrNotFound) {
 		return "", fmt.Errorf("looking up session %s: %w", name, err)
 	}
-	spec, err := o.spec(cmd.Flags(), io.Discard)
+	spec, err := o.specWith(cmd.Flags(), eff)
 	if err != nil {
 		return "", err
 	}
