@@ -316,7 +316,8 @@ func (a Answer) Encode(k Kind, c Call) Encoded {
 		m := map[string]any{}
 		switch verdict {
 		case Pass:
-			m["permission"] = "allow"
+			// {}: no opinion. An explicit allow could skip Cursor's own
+			// approval of a tool cordon knows nothing about.
 		case Allow, Ask:
 			m["permission"] = map[Verdict]string{Allow: "allow", Ask: "ask"}[verdict]
 			m["updated_input"] = input
