@@ -101,9 +101,11 @@ func optValueAt(a *args, i int) (string, bool) {
 
 // isLongPrefix reports whether the long option word name ("--forc") is an
 // abbreviation of, or is, one of full ("--force"), as git's and GNU's
-// option parsers accept. Two letters at least, so "--f" is not everything.
+// option parsers accept: one letter is enough when it is unique to the
+// program ("git push --m" is --mirror), and an ambiguous one fails there
+// harmlessly.
 func isLongPrefix(name string, full ...string) bool {
-	if len(name) < 4 || !strings.HasPrefix(name, "--") {
+	if len(name) < 3 || !strings.HasPrefix(name, "--") {
 		return false
 	}
 	for _, f := range full {
@@ -220,6 +222,35 @@ func gitForcePush(_ string, a *args) bool {
 	case "remote":
 		for i := sub + 1; i < len(a.v); i++ {
 			if a.kind[i] == kOpt && isLongPrefix(optName(a.v[i]), "--mirror") {
+				return true
+			}
+		}
+	case "clone":
+		// A mirror clone, or config given to clone, makes every later
+		// plain push in the new repository a forced one.
+		for i := sub + 1; i < len(a.v); i++ {
+			if a.kind[i] != kOpt {
+				continue
+			}
+			s := a.v[i]
+			n := optName(s)
+			var kv string
+			switch {
+			case isLongPrefix(n, "--mirror"):
+				return true
+			case s == "-c" || s == "--config" || (len(n) > 3 && isLongPrefix(n, "--config")):
+				v, ok := optValueAt(a, i)
+				if !ok {
+					return true
+				}
+				kv = v
+			case strings.HasPrefix(s, "-c"):
+				kv = s[2:]
+			default:
+				continue
+			}
+			k, v, _ := strings.Cut(kv, "=")
+			if gitConfigForces(k, v, true) {
 				return true
 			}
 		}

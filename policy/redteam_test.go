@@ -19,6 +19,9 @@ func runBuiltinCases(t *testing.T, tests []matchCase) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Default: Allow}
 			for _, r := range tc.rules {
+				if r[:5] == "allow" {
+					cfg.Default = Deny
+				}
 				d, pat, _ := cut(r)
 				dec, err := ParseDecision(d)
 				if err != nil {
