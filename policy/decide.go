@@ -243,19 +243,34 @@ func (d *decider) byBase(base string, argv []string) {
 			pbuf [maxStackArgs]int32
 			ebuf [maxStackArgs]int16
 		)
-		a := parseArgs(pr.tool, toolArgs(pr.tool, argv), kbuf[:0], pbuf[:0], ebuf[:0])
-		if len(a.pos) > 0 {
-			d.runArgs(pr.bySub[a.sub], &a)
-		}
-		d.runArgs(pr.other, &a)
-		if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
-			d.gitAutocorrect(pr, &a)
+		v := toolArgs(pr.tool, argv)
+		a := parseArgs(pr.tool, v, kbuf[:0], pbuf[:0], ebuf[:0])
+		d.progArgs(pr, &a)
+		if a.abbrevVal {
+			// The other reading of an abbreviated option, for deny and
+			// ask rules: the program may not take it as cordon guessed.
+			was := d.denyOnly
+			d.denyOnly = true
+			b := parseArgsExact(pr.tool, v, nil, nil, nil)
+			d.progArgs(pr, &b)
+			d.denyOnly = was
 		}
 	}
 	for i := range d.p.globs {
 		if d.p.globs[i].g.match(base) {
 			d.run(d.p.globs[i].matchers, argv)
 		}
+	}
+}
+
+// progArgs runs the rules of one program on its classified arguments.
+func (d *decider) progArgs(pr *progRules, a *args) {
+	if len(a.pos) > 0 {
+		d.runArgs(pr.bySub[a.sub], a)
+	}
+	d.runArgs(pr.other, a)
+	if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
+		d.gitAutocorrect(pr, a)
 	}
 }
 
@@ -357,6 +372,13 @@ func (d *decider) run(ms []int32, argv []string) {
 		}
 		if m.match(&a) {
 			d.best, d.rule = m.rank, m.rule
+			continue
+		}
+		if a.abbrevVal && m.rank != rankAllow && m.rank != rankOverride {
+			// The other reading of an abbreviated option (see byBase).
+			if b := parseArgsExact(t, toolArgs(t, argv), nil, nil, nil); m.match(&b) {
+				d.best, d.rule = m.rank, m.rule
+			}
 		}
 	}
 }

@@ -21,6 +21,9 @@ type args struct {
 	pos  []int32 // indexes into v of the positional words, in order
 	eq   []int16 // per option word: the index of its first '=', or -1
 	sub  string  // the first positional word, as its canonical subcommand
+	// abbrevVal says that an abbreviated option was taken to consume the
+	// next word (see tool.valueOpt): parseArgsExact gives the other reading.
+	abbrevVal bool
 }
 
 // parseArgs classifies v for t, appending into the given buffers.
@@ -30,7 +33,18 @@ type args struct {
 // only options listed in t.anywhere do. "--" ends options: every later
 // argument is positional. A word written --opt=value is always one option.
 func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args {
+	return parseArgsMode(t, v, false, kind, pos, eq)
+}
+
+// parseArgsExact is parseArgs reading abbreviated options as flags: the
+// other reading of a command line whose args.abbrevVal is set.
+func parseArgsExact(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args {
+	return parseArgsMode(t, v, true, kind, pos, eq)
+}
+
+func parseArgsMode(t *tool, v []string, exact bool, kind []uint8, pos []int32, eq []int16) args {
 	beforeSub := true
+	abbrevVal := false
 	endOpts := false
 	for i := 0; i < len(v); i++ {
 		s := v[i]
@@ -49,7 +63,15 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 			kind = append(kind, kOpt)
 			e := strings.IndexByte(s, '=')
 			eq = append(eq, int16(min(e, 1<<15-1)))
-			if e < 0 && i+1 < len(v) && (t.takesValue(s, beforeSub) || t.clusterTakesValue(s, beforeSub)) {
+			if e < 0 && i+1 < len(v) {
+				takes, abbrev := t.valueOpt(s, beforeSub)
+				if abbrev && exact {
+					takes = false
+				}
+				if !takes && !t.clusterTakesValue(s, beforeSub) {
+					continue
+				}
+				abbrevVal = abbrevVal || abbrev
 				i++
 				kind = append(kind, kVal)
 				eq = append(eq, -1)
@@ -64,7 +86,7 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 			endOpts = true
 		}
 	}
-	a := args{v: v, kind: kind, pos: pos, eq: eq}
+	a := args{v: v, kind: kind, pos: pos, eq: eq, abbrevVal: abbrevVal}
 	if len(pos) > 0 {
 		a.sub = t.canonical(v[pos[0]])
 	}
@@ -303,7 +325,9 @@ func (o *optAlt) matchAt(a *args, t *tool, liberal bool, i int) bool {
 		}
 	}
 	if !o.hasVal {
-		return true
+		// A strict rule naming a flag does not match the flag given a
+		// value: --dry-run=false is not --dry-run.
+		return liberal || !hasEq
 	}
 	if hasEq {
 		return o.valMatch(val)
