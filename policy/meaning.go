@@ -258,44 +258,78 @@ func gitForcePush(_ string, a *args) bool {
 	return false
 }
 
-// blockDevs are the disk-like devices under /dev, as globs on the path
-// below /dev: not /dev/null, /dev/zero, /dev/stdout, /dev/tty and the like.
-var blockDevs = func() []glob {
-	ws, _ := expand(word{text: blockDevices, lit: make([]bool, len(blockDevices))})
-	gs := make([]glob, 0, len(ws)+1)
+// notDisks are the paths below /dev, as globs, that are not disks and that
+// dd, tee, cp and shred are routinely pointed at. Every other path under
+// /dev counts as a disk: a list of disk names (sd*, nvme*) misses some
+// (/dev/root, /dev/VG/LV, /dev/sg0, /dev/ram0), so the meaning lists what
+// is safe instead and fails closed.
+var notDisks = func() []glob {
+	const names = "{null,zero,full,random,urandom,tty,tty[0-9]*,ttyS*,ttyUSB*,console,ptmx,pts/*,stdin," +
+		"stdout,stderr,fd/*,shm/*,mqueue/*,hugepages/*,log,kmsg,fuse,net/tun,snd/*,dri/*,input/*}"
+	ws, _ := expand(word{text: names, lit: make([]bool, len(names))})
+	gs := make([]glob, 0, len(ws))
 	for _, w := range ws {
 		gs = append(gs, compileGlob(w, 0, len(w.text)))
 	}
-	return append(gs, compileGlob(word{text: "block/*", lit: make([]bool, 7)}, 0, 7))
+	return gs
 }()
+
+// procRoot returns p without a leading /proc/PID/root,
+// /proc/PID/task/TID/root or /proc/PID/cwd, which lead back to the root (or,
+// for cwd, to a directory Decide cannot see, taken as the root), and
+// whether there was one.
+func procRoot(p string) (string, bool) {
+	if !strings.HasPrefix(p, "/proc/") {
+		return p, false
+	}
+	rest := p[len("/proc/"):]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return p, false
+	}
+	rest = rest[j:]
+	if strings.HasPrefix(rest, "/task/") {
+		r := rest[len("/task/"):]
+		k := strings.IndexByte(r, '/')
+		if k < 0 {
+			return p, false
+		}
+		rest = r[k:]
+	}
+	for _, d := range []string{"/root", "/cwd"} {
+		if rest == d || strings.HasPrefix(rest, d+"/") {
+			return path.Clean("/" + rest[len(d):]), true
+		}
+	}
+	return p, false
+}
 
 // isBlockDevice reports whether p names a block device, however spelled:
 // the path is cleaned (// and . and .. folded) and a /proc/PID/root prefix,
-// which leads back to the same root, is dropped. A relative path cannot be
-// judged without the working directory and does not count.
+// which leads back to the same root, is dropped (see procRoot). A relative
+// path cannot be judged without the working directory and does not count.
 func isBlockDevice(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
 	p = path.Clean(p)
-	for strings.HasPrefix(p, "/proc/") {
-		rest := p[len("/proc/"):]
-		j := strings.IndexByte(rest, '/')
-		if j < 0 || !strings.HasPrefix(rest[j:], "/root") {
+	for {
+		q, ok := procRoot(p)
+		if !ok {
 			break
 		}
-		p = path.Clean("/" + strings.TrimPrefix(rest[j:], "/root"))
+		p = q
 	}
 	if !strings.HasPrefix(p, "/dev/") {
 		return false
 	}
 	dev := p[len("/dev/"):]
-	for i := range blockDevs {
-		if blockDevs[i].match(dev) {
-			return true
+	for i := range notDisks {
+		if notDisks[i].match(dev) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // blockDeviceWrite is the block-device-write meaning for program prog:
