@@ -59,7 +59,8 @@ func init() {
 				"/proc/self/root/dev/sda): dd of=, shred, tee, cp and install targets, truncate"},
 		{name: "privileged-container", progs: []string{"docker", "podman", "nerdctl"}, kind: mPrivilegedContainer,
 			doc: "starts a container with the host's privileges: run, create and exec (also as container run/create) with " +
-				"--privileged, --cap-add ALL/SYS_ADMIN/SYS_MODULE, --pid=host, or the host's / mounted"},
+				"--privileged, --cap-add ALL/SYS_ADMIN/SYS_MODULE/SYS_RAWIO/SYS_PTRACE/DAC_READ_SEARCH, --pid=host, --userns=host, " +
+				"or the host's / mounted however spelled (-tv/:/h, //, /proc/1/root, --mount source=/), and compose run's options"},
 		{name: "power-off", progs: []string{"systemctl", "loginctl", "busctl", "dbus-send", "gdbus", "qdbus"}, kind: mPowerOff,
 			doc: "powers off, reboots, suspends or halts the machine: systemctl verbs and power targets " +
 				"(systemctl start reboot.target), loginctl, and the D-Bus calls that do it (busctl, dbus-send, gdbus)"},
@@ -363,65 +364,142 @@ func blockDeviceWrite(prog string, a *args) bool {
 	return false
 }
 
+// containerValueLetters are the short options of docker/podman/nerdctl
+// run, create and exec that take a value: in a cluster (-itv /:/h) the
+// first of them takes the rest of the word, or the next word.
+const containerValueLetters = "acehlmpuvw"
+
 // privilegedContainer is the privileged-container meaning.
 func privilegedContainer(_ string, a *args) bool {
 	if len(a.pos) == 0 {
 		return false
 	}
-	start := int(a.pos[0]) + 1
+	start := -1
 	switch a.sub {
 	case "run", "create", "exec":
-	case "container":
-		if len(a.pos) < 2 {
-			return false
+		start = int(a.pos[0]) + 1
+	case "container", "compose":
+		// docker container run; docker compose [-f x] run: the service's
+		// options on the command line (the compose file itself is out of
+		// sight, see the README's limits).
+		for _, p := range a.pos[1:] {
+			switch a.v[p] {
+			case "run", "create", "exec":
+				start = int(p) + 1
+			}
+			if start >= 0 {
+				break
+			}
 		}
-		switch a.v[a.pos[1]] {
-		case "run", "create", "exec":
-		default:
-			return false
-		}
-		start = int(a.pos[1]) + 1
-	default:
+	}
+	if start < 0 {
 		return false
 	}
 	for i := start; i < len(a.v); i++ {
 		s := a.v[i]
-		if !strings.HasPrefix(s, "-") || s == "-" {
+		if len(s) < 2 || s[0] != '-' {
+			continue
+		}
+		if s[1] != '-' {
+			if shortPrivileged(a, i) {
+				return true
+			}
 			continue
 		}
 		n := optName(s)
 		val, ok := optValueAt(a, i)
-		switch {
-		case n == "--privileged":
+		switch n {
+		case "--privileged":
 			if !strings.Contains(s, "=") || !isFalse(val) {
 				return true
 			}
-		case n == "--cap-add":
-			c := strings.ToUpper(strings.TrimPrefix(strings.ToUpper(val), "CAP_"))
-			if !ok || c == "ALL" || c == "SYS_ADMIN" || c == "SYS_MODULE" || c == "SYS_RAWIO" {
+		case "--cap-add":
+			if !ok || dangerousCaps(val) {
 				return true
 			}
-		case n == "--pid" || n == "--userns":
+		case "--pid", "--userns":
 			if !ok || val == "host" {
 				return true
 			}
-		case n == "-v" || n == "--volume":
-			if !ok || val == "/" || strings.HasPrefix(val, "/:") {
+		case "--volume":
+			if !ok || rootBind(val) {
 				return true
 			}
-		case strings.HasPrefix(s, "-v/"):
-			if v := s[2:]; v == "/" || strings.HasPrefix(v, "/:") {
+		case "--mount":
+			if !ok || rootMount(val) {
 				return true
 			}
-		case n == "--mount":
-			if !ok {
+		}
+	}
+	return false
+}
+
+// shortPrivileged reports whether the single-dash word at i mounts the
+// host's root with -v, alone or in a cluster (-tv/:/h, -itv /:/h).
+func shortPrivileged(a *args, i int) bool {
+	s := a.v[i]
+	for j := 1; j < len(s); j++ {
+		if strings.IndexByte(containerValueLetters, s[j]) < 0 {
+			continue
+		}
+		val := strings.TrimPrefix(s[j+1:], "=")
+		ok := val != ""
+		if !ok && i+1 < len(a.v) {
+			val, ok = a.v[i+1], true
+		}
+		return s[j] == 'v' && (!ok || rootBind(val))
+	}
+	return false
+}
+
+// dangerousCaps reports whether a --cap-add value (one capability or a
+// comma-separated list, any case, with or without CAP_) holds one that
+// gives the host away.
+func dangerousCaps(val string) bool {
+	for _, c := range strings.Split(val, ",") {
+		c = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_")
+		switch c {
+		case "ALL", "SYS_ADMIN", "SYS_MODULE", "SYS_RAWIO", "DAC_READ_SEARCH", "SYS_PTRACE":
+			return true
+		}
+	}
+	return false
+}
+
+// isRootPath reports whether p is the host's root however spelled: //,
+// /., /proc/1/root.
+func isRootPath(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	p = path.Clean(p)
+	for {
+		q, ok := procRoot(p)
+		if !ok {
+			break
+		}
+		p = q
+	}
+	return p == "/"
+}
+
+// rootBind reports whether a -v value (SRC:DST[:OPTS], or a lone path)
+// binds the host's root.
+func rootBind(val string) bool {
+	src, _, _ := strings.Cut(val, ":")
+	return isRootPath(src)
+}
+
+// rootMount reports whether a --mount value binds the host's root: its
+// fields are CSV (a field may be quoted), keys any case.
+func rootMount(val string) bool {
+	for _, f := range strings.Split(val, ",") {
+		f = strings.Trim(strings.TrimSpace(f), `"'`)
+		k, v, _ := strings.Cut(f, "=")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "source", "src":
+			if isRootPath(strings.Trim(v, `"'`)) {
 				return true
-			}
-			for _, f := range strings.Split(val, ",") {
-				k, v, _ := strings.Cut(f, "=")
-				if (k == "source" || k == "src") && path.Clean(v) == "/" {
-					return true
-				}
 			}
 		}
 	}
