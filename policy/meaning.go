@@ -63,7 +63,8 @@ func init() {
 				"or the host's / mounted however spelled (-tv/:/h, //, /proc/1/root, --mount source=/), and compose run's options"},
 		{name: "power-off", progs: []string{"systemctl", "loginctl", "busctl", "dbus-send", "gdbus", "qdbus"}, kind: mPowerOff,
 			doc: "powers off, reboots, suspends or halts the machine: systemctl verbs and power targets " +
-				"(systemctl start reboot.target), loginctl, and the D-Bus calls that do it (busctl, dbus-send, gdbus)"},
+				"(systemctl start reboot.target, isolate reboot, start shutdown.target, globs), loginctl, and the D-Bus calls " +
+				"that do it (busctl, dbus-send, gdbus: method names, StartUnit arguments, unit object paths)"},
 	} {
 		meanings[m.name] = m
 	}
@@ -509,9 +510,15 @@ func rootMount(val string) bool {
 // Power verbs and the units that do the same when started.
 var (
 	powerVerbs = setOf(`poweroff reboot halt kexec suspend hibernate hybrid-sleep
-		suspend-then-hibernate soft-reboot rescue emergency sleep`)
+		suspend-then-hibernate soft-reboot rescue emergency sleep exit`)
+	// startVerbs start the units they name (aliases included: condrestart
+	// is try-restart, force-reload is reload-or-try-restart).
 	startVerbs = setOf(`start restart isolate reload-or-restart try-restart
-		try-reload-or-restart enable reenable`)
+		try-reload-or-restart reload-or-try-restart condrestart condreload
+		force-reload enable reenable`)
+	// powerTargets are targets besides the verbs' own that stop the
+	// machine when started: shutdown.target conflicts with every service.
+	powerTargets = setOf(`ctrl-alt-del runlevel0 runlevel1 runlevel6 shutdown final umount`)
 	powerMethods = setOf(`PowerOff Reboot Halt KExec Suspend Hibernate HybridSleep
 		SuspendThenHibernate SoftReboot Sleep ScheduleShutdown PowerOffWithFlags
 		RebootWithFlags HaltWithFlags KExecWithFlags SuspendWithFlags
@@ -524,11 +531,100 @@ func isPowerUnit(u string) bool {
 	switch {
 	case strings.HasSuffix(u, ".target"):
 		n := strings.TrimSuffix(u, ".target")
-		return powerVerbs[n] || n == "ctrl-alt-del" || n == "runlevel0" || n == "runlevel1" || n == "runlevel6"
+		return powerVerbs[n] || powerTargets[n]
 	case strings.HasPrefix(u, "systemd-") && strings.HasSuffix(u, ".service"):
 		return powerVerbs[strings.TrimSuffix(strings.TrimPrefix(u, "systemd-"), ".service")]
 	}
 	return false
+}
+
+// powerUnitNames lists every unit isPowerUnit accepts, for glob arguments.
+var powerUnitNames = func() []string {
+	var out []string
+	for v := range powerVerbs {
+		out = append(out, v+".target", "systemd-"+v+".service")
+	}
+	for t := range powerTargets {
+		out = append(out, t+".target")
+	}
+	sort.Strings(out)
+	return out
+}()
+
+// isPowerUnitArg reports whether a unit argument of systemctl names a
+// power unit as systemctl reads it: without a suffix it adds one
+// (.target for isolate, .service otherwise: both are tried), and a glob
+// names every unit it matches.
+func isPowerUnitArg(u string) bool {
+	if strings.ContainsAny(u, "*?[") {
+		for _, n := range powerUnitNames {
+			if ok, err := path.Match(u, n); ok || err != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if isPowerUnit(u) {
+		return true
+	}
+	if strings.IndexByte(u, '.') < 0 {
+		return isPowerUnit(u+".target") || isPowerUnit(u+".service")
+	}
+	return false
+}
+
+// dbusWord returns a D-Bus client's argument as the value it stands for:
+// without a dbus-send type prefix (string:, objpath:), without GVariant
+// text quotes (gdbus 'reboot.target'), and, for a systemd unit object
+// path (/org/freedesktop/systemd1/unit/reboot_2etarget), the unit's name
+// with its bus-label escapes decoded.
+func dbusWord(s string) string {
+	if i := strings.IndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[:i], "/.") {
+		s = s[i+1:]
+	}
+	s = strings.Trim(s, `"' `)
+	const unitPath = "/org/freedesktop/systemd1/unit/"
+	if strings.HasPrefix(s, unitPath) {
+		return busLabelUnescape(s[len(unitPath):])
+	}
+	return s
+}
+
+// busLabelUnescape decodes systemd's bus_label_escape: _XX is the byte
+// with hex code XX.
+func busLabelUnescape(s string) string {
+	if strings.IndexByte(s, '_') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '_' && i+2 < len(s) {
+			if c, ok := unhex2(s[i+1], s[i+2]); ok {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unhex2(a, b byte) (byte, bool) {
+	h := func(c byte) (byte, bool) {
+		switch {
+		case c >= '0' && c <= '9':
+			return c - '0', true
+		case c >= 'a' && c <= 'f':
+			return c - 'a' + 10, true
+		case c >= 'A' && c <= 'F':
+			return c - 'A' + 10, true
+		}
+		return 0, false
+	}
+	x, ok1 := h(a)
+	y, ok2 := h(b)
+	return x<<4 | y, ok1 && ok2
 }
 
 // powerOff is the power-off meaning.
@@ -544,7 +640,7 @@ func powerOff(prog string, a *args) bool {
 		}
 		if prog == "systemctl" && startVerbs[verb] {
 			for _, i := range a.pos[1:] {
-				if isPowerUnit(a.v[i]) {
+				if isPowerUnitArg(a.v[i]) {
 					return true
 				}
 			}
@@ -553,13 +649,15 @@ func powerOff(prog string, a *args) bool {
 	}
 	// D-Bus clients: a power method of logind or systemd, in its own word
 	// (busctl) or as the end of a dotted name (dbus-send, gdbus), or a
-	// power unit handed to systemd's StartUnit.
+	// power unit handed to systemd's StartUnit or named by its object
+	// path (busctl call ... /org/freedesktop/systemd1/unit/reboot_2etarget
+	// org.freedesktop.systemd1.Unit Start).
 	for _, s := range a.v {
 		m := s
 		if j := strings.LastIndexByte(s, '.'); j >= 0 {
 			m = s[j+1:]
 		}
-		if powerMethods[m] || isPowerUnit(s) {
+		if powerMethods[m] || isPowerUnit(s) || isPowerUnit(dbusWord(s)) {
 			return true
 		}
 	}
