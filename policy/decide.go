@@ -65,7 +65,7 @@ func (d *decider) exec(e *Exec, depth int) {
 			return
 		}
 		// Rules naming the loader itself still apply.
-		d.named(base, prog, e.Argv)
+		d.named(base, prog, e.Argv, false)
 		if i := loaderTarget(e.Argv); i > 0 {
 			target := e.Argv[i]
 			argv := e.Argv[i:]
@@ -105,10 +105,12 @@ func (d *decider) exec(e *Exec, depth int) {
 		d.multiCall(e, mc, proven, base, prog, identity, depth)
 		return
 	}
-	d.named(base, prog, e.Argv)
+	d.named(base, prog, e.Argv, identity)
 	d.calledAs(e, base, prog, false)
-	if isPython(base) {
-		if mod, argv := pythonModule(e.Argv); mod != "" {
+	if isPython(base) || identity {
+		// A Python interpreter under any name runs python -m MOD: known by
+		// its name, or by identity (a renamed copy of python3).
+		if mod, argv := pythonModule(e.Argv); mod != "" && (isPython(base) || d.sameAsAny(pythonNames)) {
 			if d.tooDeep(depth) {
 				return
 			}
@@ -183,7 +185,7 @@ func (d *decider) multiCall(e *Exec, mc *multiCallProg, proven bool, base, prog 
 	if !self && proven {
 		d.denyOnly = true
 	}
-	d.named(base, prog, e.Argv)
+	d.named(base, prog, e.Argv, identity)
 	d.calledAs(e, base, prog, true)
 	if identity && d.best < rankFinal {
 		if proven {
@@ -226,9 +228,30 @@ func (d *decider) calledAs(e *Exec, base, prog string, multi bool) {
 	d.denyOnly = was
 }
 
+// pythonNames are the names, for Files.Lookup, whose files are Python
+// interpreters.
+var pythonNames = []string{"python3", "python", "python3.*"}
+
 // named runs the rules that name the program by base name or path.
-func (d *decider) named(base, prog string, argv []string) {
-	d.byBase(base, argv)
+//
+// With identity (the exec's file is known), an allow rule naming the
+// program by its base name allows only the program of that name on the
+// sandbox's PATH, or a copy of it: a file merely named ls (python copied to
+// ./ls) is not ls. Such a file still meets the name's deny and ask rules.
+// Rules naming a path match the resolved path, which is the file itself.
+func (d *decider) named(base, prog string, argv []string, identity bool) {
+	if identity && !d.denyOnly {
+		best, rule := d.best, d.rule
+		d.byBase(base, argv)
+		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !d.same(base) {
+			d.best, d.rule = best, rule
+			d.denyOnly = true
+			d.byBase(base, argv)
+			d.denyOnly = false
+		}
+	} else {
+		d.byBase(base, argv)
+	}
 	d.byPath(prog, argv)
 	if sshCarriers[base] {
 		d.remoteHosts(base, argv)
