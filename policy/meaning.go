@@ -457,7 +457,9 @@ func shortPrivileged(a *args, i int) bool {
 // comma-separated list, any case, with or without CAP_) holds one that
 // gives the host away.
 func dangerousCaps(val string) bool {
-	for _, c := range strings.Split(val, ",") {
+	for val != "" {
+		var c string
+		c, val, _ = strings.Cut(val, ",")
 		c = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_")
 		switch c {
 		case "ALL", "SYS_ADMIN", "SYS_MODULE", "SYS_RAWIO", "DAC_READ_SEARCH", "SYS_PTRACE":
@@ -494,7 +496,9 @@ func rootBind(val string) bool {
 // rootMount reports whether a --mount value binds the host's root: its
 // fields are CSV (a field may be quoted), keys any case.
 func rootMount(val string) bool {
-	for _, f := range strings.Split(val, ",") {
+	for val != "" {
+		var f string
+		f, val, _ = strings.Cut(val, ",")
 		f = strings.Trim(strings.TrimSpace(f), `"'`)
 		k, v, _ := strings.Cut(f, "=")
 		switch strings.ToLower(strings.TrimSpace(k)) {
