@@ -409,4 +409,3 @@ func (k *keyPat) matchWord(s string) bool {
 	}
 	return false
 }
-
