@@ -71,8 +71,8 @@ func TestRTGitPushRun(t *testing.T) {
 		})
 	}
 	t.Run("plain push still works", func(t *testing.T) {
-		require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte("three\n"), 0o644))
 		hostGit(t, env, work, "pull", "-q", "--no-rebase", "origin", "main")
+		require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte("three\n"), 0o644))
 		hostGit(t, env, work, "commit", "-qam", "three")
 		r := runCordon(t, runOpts{dir: work, env: env}, "run", "--policy", "empty.yaml", "--rw", remote,
 			"--deny", "@git-force-push", "--", "git", "push", "-q", "origin", "main")
