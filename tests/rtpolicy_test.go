@@ -175,7 +175,7 @@ func TestRTPolicyCheck(t *testing.T) {
 		{"10 127.9", deny("ssh 127.0.0.9"), f("ssh 127.9"), 1, `deny "ssh 127.0.0.9"`},
 		{"10 decimal ip", deny("ssh 127.0.0.9"), f("ssh 2130706441"), 1, `deny "ssh 127.0.0.9"`},
 		{"10 hex ip", deny("ssh 127.0.0.9"), f("ssh 0x7f000009"), 1, `deny "ssh 127.0.0.9"`},
-		{"10 -J port", deny("ssh prod-*"), f("ssh -J prod-db:22 dev-1"), 1, `deny "ssh prod-*"`},
+		{"10 -J port", deny("ssh prod-db"), f("ssh -J prod-db:22 dev-1"), 1, `deny "ssh prod-db"`},
 		{"10 -W", deny("ssh prod-*"), f("ssh -W prod-db:22 dev-1"), 1, `deny "ssh prod-*"`},
 		{"10 -L", deny("ssh prod-*"), f("ssh -L 8080:prod-db:22 dev-1"), 1, `deny "ssh prod-*"`},
 		{"11 -l root", deny("ssh root@*"), f("ssh -l root h"), 1, `deny "ssh root@*"`},
