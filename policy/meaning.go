@@ -55,8 +55,9 @@ func init() {
 				"--mirror/--delete/--prune or a +ref or :ref refspec, send-pack, and config that makes a plain push force " +
 				"(remote.*.push=+..., remote.*.mirror) given with -c or set with git config or git remote add --mirror"},
 		{name: "block-device-write", progs: []string{"dd", "shred", "tee", "cp", "install", "truncate"}, kind: mBlockDeviceWrite,
-			doc: "writes to a disk-like block device under /dev, however its path is spelled (/dev//sda, /dev/./sda, " +
-				"/proc/self/root/dev/sda): dd of=, shred, tee, cp and install targets, truncate"},
+			doc: "writes to a device under /dev other than the non-disks (null, zero, tty*, pts/*, fd/*, shm/*, ...), " +
+				"however its path is spelled (/dev//sda, /dev/./sda, /proc/self/root/dev/sda, /proc/1/task/1/root/dev/sda): " +
+				"dd of=, shred, tee, cp and install targets, truncate"},
 		{name: "privileged-container", progs: []string{"docker", "podman", "nerdctl"}, kind: mPrivilegedContainer,
 			doc: "starts a container with the host's privileges: run, create and exec (also as container run/create) with " +
 				"--privileged, --cap-add ALL/SYS_ADMIN/SYS_MODULE/SYS_RAWIO/SYS_PTRACE/DAC_READ_SEARCH, --pid=host, --userns=host, " +
