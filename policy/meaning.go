@@ -52,8 +52,9 @@ func init() {
 	for _, m := range []*meaning{
 		{name: "git-force-push", progs: []string{"git"}, kind: mGitForcePush,
 			doc: "rewrites or deletes remote history: push with -f/--force/--force-with-lease/--force-if-includes/" +
-				"--mirror/--delete/--prune or a +ref or :ref refspec, send-pack, and config that makes a plain push force " +
-				"(remote.*.push=+..., remote.*.mirror) given with -c or set with git config or git remote add --mirror"},
+				"--mirror/--delete/--prune or a +ref or :ref refspec, and config that makes a plain push force " +
+				"(remote.*.push=+..., remote.*.mirror) given with -c or set with git config, git remote add --mirror or git clone --mirror; " +
+				"every git send-pack and git http-push"},
 		{name: "block-device-write", progs: []string{"dd", "shred", "tee", "cp", "install", "truncate"}, kind: mBlockDeviceWrite,
 			doc: "writes to a device under /dev other than the non-disks (null, zero, tty*, pts/*, fd/*, shm/*, ...), " +
 				"however its path is spelled (/dev//sda, /dev/./sda, /proc/self/root/dev/sda, /proc/1/task/1/root/dev/sda): " +
@@ -61,7 +62,7 @@ func init() {
 		{name: "privileged-container", progs: []string{"docker", "podman", "nerdctl"}, kind: mPrivilegedContainer,
 			doc: "starts a container with the host's privileges: run, create and exec (also as container run/create) with " +
 				"--privileged, --cap-add ALL/SYS_ADMIN/SYS_MODULE/SYS_RAWIO/SYS_PTRACE/DAC_READ_SEARCH, --pid=host, --userns=host, " +
-				"or the host's / mounted however spelled (-tv/:/h, //, /proc/1/root, --mount source=/), and compose run's options"},
+				"a host disk with --device, or the host's / mounted however spelled (-tv/:/h, //, /proc/1/root, --mount source=/), and compose run's options"},
 		{name: "power-off", progs: []string{"systemctl", "loginctl", "busctl", "dbus-send", "gdbus", "qdbus"}, kind: mPowerOff,
 			doc: "powers off, reboots, suspends or halts the machine: systemctl verbs and power targets " +
 				"(systemctl start reboot.target, isolate reboot, start shutdown.target, globs), loginctl, and the D-Bus calls " +
@@ -181,9 +182,9 @@ func gitForcePush(_ string, a *args) bool {
 		return false
 	}
 	switch a.sub {
-	case "send-pack":
-		// The plumbing under push, with its own --force, --mirror and
-		// +refspecs: every use counts.
+	case "send-pack", "http-push":
+		// The plumbing under push (and the old WebDAV push), with their
+		// own --force, --mirror and +refspecs: every use counts.
 		return true
 	case "push":
 		for i := sub + 1; i < len(a.v); i++ {
@@ -429,6 +430,11 @@ func privilegedContainer(_ string, a *args) bool {
 			}
 		case "--mount":
 			if !ok || rootMount(val) {
+				return true
+			}
+		case "--device":
+			// A host disk given to the container: HOST[:CONTAINER[:PERMS]].
+			if dev, _, _ := strings.Cut(val, ":"); !ok || isBlockDevice(dev) {
 				return true
 			}
 		}

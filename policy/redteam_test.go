@@ -106,6 +106,7 @@ func TestRTGitCloneMirror(t *testing.T) {
 		{"clone --config=", []string{"deny @git-force-push"}, "git clone --config=remote.origin.push=+x /tmp/r m", Deny},
 		{"clone -cremote attached", []string{"deny @git-force-push"}, "git clone -cremote.origin.mirror=1 /tmp/r m", Deny},
 		{"plain clone", []string{"deny @git-force-push"}, "git clone /tmp/r m", Allow},
+		{"http-push (gap noted)", []string{"deny @git-force-push"}, "git http-push --force https://h/r.git +main", Deny},
 		{"bare clone", []string{"deny @git-force-push"}, "git clone --bare /tmp/r m", Allow},
 	})
 }
@@ -301,6 +302,9 @@ func TestRTPrivilegedContainer(t *testing.T) {
 		{"compose run -v", []string{"deny @privileged-container"}, "docker compose run -v /:/h svc", Deny},
 		{"compose run --cap-add", []string{"deny @privileged-container"}, "docker compose run --cap-add SYS_ADMIN svc", Deny},
 		{"plain volume", []string{"deny @privileged-container"}, "docker run -itv /srv:/h alpine", Allow},
+		{"--device disk (gap noted)", []string{"deny @privileged-container"}, "docker run --device /dev/sda alpine", Deny},
+		{"--device=disk:path", []string{"deny @privileged-container"}, "docker run --device=/dev/nvme0n1:/dev/x alpine", Deny},
+		{"--device fuse", []string{"deny @privileged-container"}, "docker run --device /dev/fuse alpine", Allow},
 		{"plain run", []string{"deny @privileged-container"}, "docker run -it alpine sh", Allow},
 	})
 }
