@@ -68,7 +68,8 @@ func parseArgsMode(t *tool, v []string, exact bool, kind []uint8, pos []int32, e
 				if abbrev && exact {
 					takes = false
 				}
-				if !takes && !t.clusterTakesValue(s, beforeSub) {
+				if !takes && !t.clusterTakesValue(s, beforeSub) &&
+					!(t.boolWords && s[1] == '-' && (v[i+1] == "true" || v[i+1] == "false")) {
 					continue
 				}
 				abbrevVal = abbrevVal || abbrev
@@ -326,8 +327,9 @@ func (o *optAlt) matchAt(a *args, t *tool, liberal bool, i int) bool {
 	}
 	if !o.hasVal {
 		// A strict rule naming a flag does not match the flag given a
-		// value: --dry-run=false is not --dry-run.
-		return liberal || !hasEq
+		// value: --dry-run=false (or npm's --dry-run false) is not
+		// --dry-run.
+		return liberal || (!hasEq && (i+1 >= len(a.kind) || a.kind[i+1] != kVal))
 	}
 	if hasEq {
 		return o.valMatch(val)

@@ -132,6 +132,8 @@ func TestRTAbbreviatedValueOption(t *testing.T) {
 		{"python -m pip --retr", []string{"deny pip install"}, "python3 -m pip --retr 0 install X", Deny},
 		{"systemctl --typ", []string{"deny @power-off"}, "systemctl --typ service reboot", Deny},
 		{"systemctl --job", []string{"deny @power-off"}, "systemctl --job replace reboot", Deny},
+		{"npm flag then true", []string{"deny npm publish"}, "npm --xyz true publish", Deny},
+		{"npm flag then false", []string{"deny npm publish"}, "npm --dry-run false publish", Deny},
 		{"npm install untouched", []string{"deny npm publish"}, "npm --loglev info install", Allow},
 		{"strict allow not widened", []string{"allow npm publish --dry-run"}, "npm --reg x publish --dry-run", Deny},
 	})
@@ -154,6 +156,8 @@ func TestRTStrictFlagValue(t *testing.T) {
 		{"dry-run=false", []string{"allow npm publish --dry-run"}, "npm publish --dry-run=false", Deny},
 		{"dry-run=0", []string{"allow npm publish --dry-run"}, "npm publish --dry-run=0", Deny},
 		{"dry-run", []string{"allow npm publish --dry-run"}, "npm publish --dry-run", Allow},
+		{"dry-run false", []string{"allow npm publish --dry-run"}, "npm publish --dry-run false", Deny},
+		{"dry-run true", []string{"allow npm publish --dry-run"}, "npm publish --dry-run true", Deny},
 		{"docker read-only=false", []string{"allow docker run --read-only alpine"}, "docker run --read-only=false alpine", Deny},
 		{"deny still loose", []string{"deny npm publish --dry-run"}, "npm publish --dry-run=true", Deny},
 	})

@@ -48,6 +48,10 @@ type tool struct {
 	// normalize means the program reads '_' in a long option's name as
 	// '-' (pflag's WordSepNormalizeFunc, as kubectl uses).
 	normalize bool
+	// boolWords means an option that takes no value still consumes a
+	// following "true" or "false" (nopt, npm's parser: --dry-run false;
+	// unknown options are booleans there too).
+	boolWords bool
 }
 
 type set map[string]bool
@@ -174,7 +178,7 @@ var (
 		anywhere: setOf(`--registry --prefix -C --userconfig --globalconfig
 			--cache --loglevel -w --workspace --tag --otp --access --scope
 			--before --omit --include --install-strategy`),
-		sub: true, abbrev: true, cluster: true, abbrevSub: true,
+		sub: true, abbrev: true, cluster: true, abbrevSub: true, boolWords: true,
 		aliases: map[string]string{
 			"i": "install", "in": "install", "ins": "install", "inst": "install",
 			"insta": "install", "instal": "install", "isnt": "install",
