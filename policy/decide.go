@@ -268,15 +268,13 @@ func (d *decider) byBase(base string, argv []string) {
 		)
 		v := toolArgs(pr.tool, argv)
 		a := parseArgs(pr.tool, v, kbuf[:0], pbuf[:0], ebuf[:0])
-		d.progArgs(pr, &a)
-		if a.abbrevVal {
-			// The other reading of an abbreviated option, for deny and
-			// ask rules: the program may not take it as cordon guessed.
-			was := d.denyOnly
-			d.denyOnly = true
+		if !a.abbrevVal {
+			d.progArgs(pr, &a, nil)
+		} else {
+			// An abbreviated option was read as taking a value; the
+			// program may read it as a flag instead (see valueOpt).
 			b := parseArgsExact(pr.tool, v, nil, nil, nil)
-			d.progArgs(pr, &b)
-			d.denyOnly = was
+			d.progArgs(pr, &a, &b)
 		}
 	}
 	for i := range d.p.globs {
@@ -286,12 +284,21 @@ func (d *decider) byBase(base string, argv []string) {
 	}
 }
 
-// progArgs runs the rules of one program on its classified arguments.
-func (d *decider) progArgs(pr *progRules, a *args) {
+// progArgs runs the rules of one program on its classified arguments. b,
+// when not nil, is the other reading of the same arguments (see
+// args.abbrevVal): a deny or ask rule matches when either reading does,
+// an allow rule only when both do.
+func (d *decider) progArgs(pr *progRules, a, b *args) {
 	if len(a.pos) > 0 {
-		d.runArgs(pr.bySub[a.sub], a)
+		d.runArgs(pr.bySub[a.sub], a, b)
 	}
-	d.runArgs(pr.other, a)
+	if b != nil && len(b.pos) > 0 && (len(a.pos) == 0 || b.sub != a.sub) {
+		was := d.denyOnly
+		d.denyOnly = true
+		d.runArgs(pr.bySub[b.sub], b, nil)
+		d.denyOnly = was
+	}
+	d.runArgs(pr.other, a, b)
 	if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
 		d.gitAutocorrect(pr, a)
 	}
@@ -393,24 +400,39 @@ func (d *decider) run(ms []int32, argv []string) {
 			t = m.tool
 			a = parseArgs(t, toolArgs(t, argv), kbuf[:0], pbuf[:0], ebuf[:0])
 		}
-		if m.match(&a) {
-			d.best, d.rule = m.rank, m.rule
-			continue
-		}
-		if a.abbrevVal && m.rank != rankAllow && m.rank != rankOverride {
-			// The other reading of an abbreviated option (see byBase).
-			if b := parseArgsExact(t, toolArgs(t, argv), nil, nil, nil); m.match(&b) {
-				d.best, d.rule = m.rank, m.rule
+		ok := m.match(&a)
+		if a.abbrevVal {
+			// The other reading of an abbreviated option (see progArgs).
+			b := parseArgsExact(t, toolArgs(t, argv), nil, nil, nil)
+			if m.rank == rankAllow || m.rank == rankOverride {
+				ok = ok && m.match(&b)
+			} else {
+				ok = ok || m.match(&b)
 			}
+		}
+		if ok {
+			d.best, d.rule = m.rank, m.rule
 		}
 	}
 }
 
-// runArgs evaluates matchers against arguments already classified.
-func (d *decider) runArgs(ms []int32, a *args) {
+// runArgs evaluates matchers against arguments already classified, and
+// against b, the other reading of them, when not nil (see progArgs).
+func (d *decider) runArgs(ms []int32, a, b *args) {
 	for _, mi := range ms {
 		m := &d.p.matchers[mi]
-		if d.better(m.rank, m.rule) && m.match(a) {
+		if !d.better(m.rank, m.rule) {
+			continue
+		}
+		ok := m.match(a)
+		if b != nil {
+			if m.rank == rankAllow || m.rank == rankOverride {
+				ok = ok && m.match(b)
+			} else {
+				ok = ok || m.match(b)
+			}
+		}
+		if ok {
 			d.best, d.rule = m.rank, m.rule
 		}
 	}

@@ -266,6 +266,6 @@ func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 func (d *decider) decideSub(pr *progRules, a *args, sub string) {
 	b := *a
 	b.sub = sub
-	d.runArgs(pr.bySub[sub], &b)
-	d.runArgs(pr.other, &b)
+	d.runArgs(pr.bySub[sub], &b, nil)
+	d.runArgs(pr.other, &b, nil)
 }

@@ -136,6 +136,9 @@ func TestRTAbbreviatedValueOption(t *testing.T) {
 		{"npm flag then false", []string{"deny npm publish"}, "npm --dry-run false publish", Deny},
 		{"npm install untouched", []string{"deny npm publish"}, "npm --loglev info install", Allow},
 		{"strict allow not widened", []string{"allow npm publish --dry-run"}, "npm --reg x publish --dry-run", Deny},
+		{"[options] allow needs both readings", []string{"allow npm [options] publish ..."}, "npm --loglev publish install x", Deny},
+		{"[options] allow, both readings agree", []string{"allow npm [options] install ..."}, "npm --loglev info install x", Deny},
+		{"[options] allow, plain", []string{"allow npm [options] install ..."}, "npm --loglevel info install x", Allow},
 	})
 }
 
