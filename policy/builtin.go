@@ -24,11 +24,6 @@ var builtinDeny = []struct{ pattern, why string }{
 	{"@privileged-container", "runs a container with the host's privileges or its root filesystem"},
 }
 
-// blockDevices matches the names of disk-like devices under /dev, leaving
-// out /dev/null, /dev/zero, /dev/stdout and the like that dd and shred are
-// routinely pointed at.
-const blockDevices = "{sd*,hd*,vd*,xvd*,nvme*,mmcblk*,dm-*,md*,loop*,mapper/*,disk/*,mtd*,sr*,nbd*,zd*}"
-
 // Builtin returns the built-in deny rules, in order.
 func Builtin() []Rule {
 	rules := make([]Rule, len(builtinDeny))

@@ -65,7 +65,7 @@ func (d *decider) exec(e *Exec, depth int) {
 			return
 		}
 		// Rules naming the loader itself still apply.
-		d.named(base, prog, e.Argv)
+		d.named(base, prog, e.Argv, false)
 		if i := loaderTarget(e.Argv); i > 0 {
 			target := e.Argv[i]
 			argv := e.Argv[i:]
@@ -105,10 +105,12 @@ func (d *decider) exec(e *Exec, depth int) {
 		d.multiCall(e, mc, proven, base, prog, identity, depth)
 		return
 	}
-	d.named(base, prog, e.Argv)
+	d.named(base, prog, e.Argv, identity)
 	d.calledAs(e, base, prog, false)
-	if isPython(base) {
-		if mod, argv := pythonModule(e.Argv); mod != "" {
+	if isPython(base) || identity {
+		// A Python interpreter under any name runs python -m MOD: known by
+		// its name, or by identity (a renamed copy of python3).
+		if mod, argv := pythonModule(e.Argv); mod != "" && (isPython(base) || d.sameAsAny(pythonNames)) {
 			if d.tooDeep(depth) {
 				return
 			}
@@ -183,7 +185,7 @@ func (d *decider) multiCall(e *Exec, mc *multiCallProg, proven bool, base, prog 
 	if !self && proven {
 		d.denyOnly = true
 	}
-	d.named(base, prog, e.Argv)
+	d.named(base, prog, e.Argv, identity)
 	d.calledAs(e, base, prog, true)
 	if identity && d.best < rankFinal {
 		if proven {
@@ -226,9 +228,30 @@ func (d *decider) calledAs(e *Exec, base, prog string, multi bool) {
 	d.denyOnly = was
 }
 
+// pythonNames are the names, for Files.Lookup, whose files are Python
+// interpreters.
+var pythonNames = []string{"python3", "python", "python3.*"}
+
 // named runs the rules that name the program by base name or path.
-func (d *decider) named(base, prog string, argv []string) {
-	d.byBase(base, argv)
+//
+// With identity (the exec's file is known), an allow rule naming the
+// program by its base name allows only the program of that name on the
+// sandbox's PATH, or a copy of it: a file merely named ls (python copied to
+// ./ls) is not ls. Such a file still meets the name's deny and ask rules.
+// Rules naming a path match the resolved path, which is the file itself.
+func (d *decider) named(base, prog string, argv []string, identity bool) {
+	if identity && !d.denyOnly {
+		best, rule := d.best, d.rule
+		d.byBase(base, argv)
+		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !d.same(base) {
+			d.best, d.rule = best, rule
+			d.denyOnly = true
+			d.byBase(base, argv)
+			d.denyOnly = false
+		}
+	} else {
+		d.byBase(base, argv)
+	}
 	d.byPath(prog, argv)
 	if sshCarriers[base] {
 		d.remoteHosts(base, argv)
@@ -243,19 +266,41 @@ func (d *decider) byBase(base string, argv []string) {
 			pbuf [maxStackArgs]int32
 			ebuf [maxStackArgs]int16
 		)
-		a := parseArgs(pr.tool, toolArgs(pr.tool, argv), kbuf[:0], pbuf[:0], ebuf[:0])
-		if len(a.pos) > 0 {
-			d.runArgs(pr.bySub[a.sub], &a)
-		}
-		d.runArgs(pr.other, &a)
-		if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
-			d.gitAutocorrect(pr, &a)
+		v := toolArgs(pr.tool, argv)
+		a := parseArgs(pr.tool, v, kbuf[:0], pbuf[:0], ebuf[:0])
+		if !a.abbrevVal {
+			d.progArgs(pr, &a, nil)
+		} else {
+			// An abbreviated option was read as taking a value; the
+			// program may read it as a flag instead (see valueOpt).
+			b := parseArgsExact(pr.tool, v, nil, nil, nil)
+			d.progArgs(pr, &a, &b)
 		}
 	}
 	for i := range d.p.globs {
 		if d.p.globs[i].g.match(base) {
 			d.run(d.p.globs[i].matchers, argv)
 		}
+	}
+}
+
+// progArgs runs the rules of one program on its classified arguments. b,
+// when not nil, is the other reading of the same arguments (see
+// args.abbrevVal): a deny or ask rule matches when either reading does,
+// an allow rule only when both do.
+func (d *decider) progArgs(pr *progRules, a, b *args) {
+	if len(a.pos) > 0 {
+		d.runArgs(pr.bySub[a.sub], a, b)
+	}
+	if b != nil && len(b.pos) > 0 && (len(a.pos) == 0 || b.sub != a.sub) {
+		was := d.denyOnly
+		d.denyOnly = true
+		d.runArgs(pr.bySub[b.sub], b, nil)
+		d.denyOnly = was
+	}
+	d.runArgs(pr.other, a, b)
+	if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
+		d.gitAutocorrect(pr, a)
 	}
 }
 
@@ -355,17 +400,39 @@ func (d *decider) run(ms []int32, argv []string) {
 			t = m.tool
 			a = parseArgs(t, toolArgs(t, argv), kbuf[:0], pbuf[:0], ebuf[:0])
 		}
-		if m.match(&a) {
+		ok := m.match(&a)
+		if a.abbrevVal {
+			// The other reading of an abbreviated option (see progArgs).
+			b := parseArgsExact(t, toolArgs(t, argv), nil, nil, nil)
+			if m.rank == rankAllow || m.rank == rankOverride {
+				ok = ok && m.match(&b)
+			} else {
+				ok = ok || m.match(&b)
+			}
+		}
+		if ok {
 			d.best, d.rule = m.rank, m.rule
 		}
 	}
 }
 
-// runArgs evaluates matchers against arguments already classified.
-func (d *decider) runArgs(ms []int32, a *args) {
+// runArgs evaluates matchers against arguments already classified, and
+// against b, the other reading of them, when not nil (see progArgs).
+func (d *decider) runArgs(ms []int32, a, b *args) {
 	for _, mi := range ms {
 		m := &d.p.matchers[mi]
-		if d.better(m.rank, m.rule) && m.match(a) {
+		if !d.better(m.rank, m.rule) {
+			continue
+		}
+		ok := m.match(a)
+		if b != nil {
+			if m.rank == rankAllow || m.rank == rankOverride {
+				ok = ok && m.match(b)
+			} else {
+				ok = ok || m.match(b)
+			}
+		}
+		if ok {
 			d.best, d.rule = m.rank, m.rule
 		}
 	}

@@ -156,14 +156,35 @@ func gitLevenshteinMax(s1, s2 string, limit int) int {
 
 // gitAutocorrectOff reports whether git's global options (before the
 // subcommand at index sub) turn autocorrect off with -c
-// help.autocorrect=0|never|show|false (the last one counts).
+// help.autocorrect=0|never|show|false (the last one counts). A later
+// --config-env help.autocorrect=VAR sets it from the environment, a value
+// cordon cannot see: autocorrect counts as on again.
 func gitAutocorrectOff(v []string, sub int) bool {
 	off := false
-	for i := 0; i+1 < sub; i++ {
-		if v[i] != "-c" {
+	for i := 0; i < sub; i++ {
+		var kv string
+		switch s := v[i]; {
+		case (s == "-c" || s == "--config-env") && i+1 < sub:
+			kv = v[i+1]
+			i++
+			if s == "--config-env" {
+				if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(k, "help.autocorrect") {
+					off = false
+				}
+				continue
+			}
+		case strings.HasPrefix(s, "--config-env="):
+			if k, _, _ := strings.Cut(s[len("--config-env="):], "="); strings.EqualFold(k, "help.autocorrect") {
+				off = false
+			}
+			continue
+		default:
+			if strings.IndexByte(s, '=') < 0 && gitTool.before[s] {
+				i++
+			}
 			continue
 		}
-		k, val, _ := strings.Cut(v[i+1], "=")
+		k, val, _ := strings.Cut(kv, "=")
 		if strings.EqualFold(k, "help.autocorrect") {
 			switch strings.ToLower(val) {
 			case "0", "never", "show", "false", "no", "off":
@@ -172,7 +193,6 @@ func gitAutocorrectOff(v []string, sub int) bool {
 				off = false
 			}
 		}
-		i++
 	}
 	return off
 }
@@ -246,6 +266,6 @@ func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 func (d *decider) decideSub(pr *progRules, a *args, sub string) {
 	b := *a
 	b.sub = sub
-	d.runArgs(pr.bySub[sub], &b)
-	d.runArgs(pr.other, &b)
+	d.runArgs(pr.bySub[sub], &b, nil)
+	d.runArgs(pr.other, &b, nil)
 }

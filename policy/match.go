@@ -21,6 +21,9 @@ type args struct {
 	pos  []int32 // indexes into v of the positional words, in order
 	eq   []int16 // per option word: the index of its first '=', or -1
 	sub  string  // the first positional word, as its canonical subcommand
+	// abbrevVal says that an abbreviated option was taken to consume the
+	// next word (see tool.valueOpt): parseArgsExact gives the other reading.
+	abbrevVal bool
 }
 
 // parseArgs classifies v for t, appending into the given buffers.
@@ -30,7 +33,18 @@ type args struct {
 // only options listed in t.anywhere do. "--" ends options: every later
 // argument is positional. A word written --opt=value is always one option.
 func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args {
+	return parseArgsMode(t, v, false, kind, pos, eq)
+}
+
+// parseArgsExact is parseArgs reading abbreviated options as flags: the
+// other reading of a command line whose args.abbrevVal is set.
+func parseArgsExact(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args {
+	return parseArgsMode(t, v, true, kind, pos, eq)
+}
+
+func parseArgsMode(t *tool, v []string, exact bool, kind []uint8, pos []int32, eq []int16) args {
 	beforeSub := true
+	abbrevVal := false
 	endOpts := false
 	for i := 0; i < len(v); i++ {
 		s := v[i]
@@ -49,7 +63,16 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 			kind = append(kind, kOpt)
 			e := strings.IndexByte(s, '=')
 			eq = append(eq, int16(min(e, 1<<15-1)))
-			if e < 0 && i+1 < len(v) && (t.takesValue(s, beforeSub) || t.clusterTakesValue(s, beforeSub)) {
+			if e < 0 && i+1 < len(v) {
+				takes, abbrev := t.valueOpt(s, beforeSub)
+				if abbrev && exact {
+					takes = false
+				}
+				if !takes && !t.clusterTakesValue(s, beforeSub) &&
+					!(t.boolWords && s[1] == '-' && (v[i+1] == "true" || v[i+1] == "false")) {
+					continue
+				}
+				abbrevVal = abbrevVal || abbrev
 				i++
 				kind = append(kind, kVal)
 				eq = append(eq, -1)
@@ -64,7 +87,7 @@ func parseArgs(t *tool, v []string, kind []uint8, pos []int32, eq []int16) args 
 			endOpts = true
 		}
 	}
-	a := args{v: v, kind: kind, pos: pos, eq: eq}
+	a := args{v: v, kind: kind, pos: pos, eq: eq, abbrevVal: abbrevVal}
 	if len(pos) > 0 {
 		a.sub = t.canonical(v[pos[0]])
 	}
@@ -303,7 +326,10 @@ func (o *optAlt) matchAt(a *args, t *tool, liberal bool, i int) bool {
 		}
 	}
 	if !o.hasVal {
-		return true
+		// A strict rule naming a flag does not match the flag given a
+		// value: --dry-run=false (or npm's --dry-run false) is not
+		// --dry-run.
+		return liberal || (!hasEq && (i+1 >= len(a.kind) || a.kind[i+1] != kVal))
 	}
 	if hasEq {
 		return o.valMatch(val)
@@ -380,129 +406,6 @@ func (k *keyPat) matchWord(s string) bool {
 	}
 	for j := range k.vals {
 		if k.vals[j].match(s[len(k.key):]) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchHost matches a destination pattern: against the host alone and the
-// word as written; for deny and ask rules, also against every host the
-// connection may go through or to instead (-J, -o ProxyJump=, -o
-// HostName=).
-func (m *matcher) matchHost(a *args, p *posPat) bool {
-	if p.matchWord(a.sub, false) || p.matchWord(a.v[a.pos[0]], false) {
-		return true
-	}
-	if !m.liberal {
-		return false
-	}
-	for i, k := range a.kind {
-		if k != kOpt {
-			continue
-		}
-		s := a.v[i]
-		var val string
-		switch {
-		case s == "-J" || s == "-o":
-			if i+1 >= len(a.v) {
-				continue
-			}
-			val = a.v[i+1]
-			if s == "-o" {
-				val = sshOptionHosts(val)
-			}
-		case strings.HasPrefix(s, "-J"):
-			val = s[2:]
-		case strings.HasPrefix(s, "-o"):
-			val = sshOptionHosts(s[2:])
-		default:
-			continue
-		}
-		for val != "" {
-			h := val
-			if j := strings.IndexAny(val, ", "); j >= 0 {
-				h, val = val[:j], val[j+1:]
-			} else {
-				val = ""
-			}
-			if h != "" && (p.matchWord(hostOf(h), false) || p.matchWord(h, false)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// sshRedirects reports whether ssh's options send the connection somewhere
-// other than the destination as written: a jump host, or HostName,
-// ProxyJump or ProxyCommand given with -o. An allow rule for a host does
-// not match such a command line.
-func sshRedirects(a *args) bool {
-	for i, k := range a.kind {
-		if k != kOpt {
-			continue
-		}
-		s := a.v[i]
-		o := ""
-		switch {
-		case strings.HasPrefix(s, "-J"):
-			return true
-		case s == "-o" && i+1 < len(a.v):
-			o = a.v[i+1]
-		case strings.HasPrefix(s, "-o"):
-			o = s[2:]
-		}
-		if j := strings.IndexAny(o, "= \t"); j > 0 {
-			switch strings.ToLower(o[:j]) {
-			case "hostname", "proxyjump", "proxycommand":
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// sshOptionHosts returns the hosts an ssh -o option names when it is
-// ProxyJump or HostName (KEY=VALUE or KEY VALUE, keys case-insensitive),
-// or "".
-func sshOptionHosts(o string) string {
-	j := strings.IndexAny(o, "= \t")
-	if j < 0 {
-		return ""
-	}
-	k := o[:j]
-	if !strings.EqualFold(k, "ProxyJump") && !strings.EqualFold(k, "HostName") {
-		return ""
-	}
-	return strings.TrimLeft(o[j:], "= \t")
-}
-
-// matchRemote matches the remote command of an ssh exec (the words after
-// the destination) against m.remote. A strict rule matches the whole
-// command; a loose one matches it starting at any word, since the remote
-// shell may run it after a separator ("cd / && rm -rf x").
-func (m *matcher) matchRemote(a *args) bool {
-	if len(a.pos) < 2 {
-		return false
-	}
-	words := a.v[a.pos[1]:]
-	for k := range words {
-		if k > 0 && !m.liberal {
-			break
-		}
-		w := strings.TrimLeft(words[k], "(`$")
-		if !m.remote.prog.match(w) && !m.remote.prog.match(baseName(w)) {
-			continue
-		}
-		var (
-			kbuf [maxStackArgs]uint8
-			pbuf [maxStackArgs]int32
-			ebuf [maxStackArgs]int16
-		)
-		rt := m.remote.m.tool
-		ra := parseArgs(rt, words[k+1:], kbuf[:0], pbuf[:0], ebuf[:0])
-		if m.remote.m.matchArgs(&ra) {
 			return true
 		}
 	}

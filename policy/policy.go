@@ -587,6 +587,9 @@ func (p *Policy) Programs() []string {
 	for _, m := range multiCall {
 		add(m.name)
 	}
+	for _, n := range pythonNames {
+		add(n)
+	}
 	if p.byName["ssh"] != nil {
 		for _, c := range sshCarrierList {
 			add(c)

@@ -95,12 +95,25 @@ func (d *decider) remoteHosts(base string, argv []string) {
 	var pbuf [maxStackArgs]int32
 	var ebuf [maxStackArgs]int16
 	a := parseArgs(t, argv[1:], kbuf[:0], pbuf[:0], ebuf[:0])
-	check := func(host string) {
-		if host == "" {
+	// The carrier's -o options (User=, HostName=, ProxyJump=) hold for the
+	// connection too.
+	var opts []string
+	for i, k := range a.kind {
+		switch s := a.v[i]; {
+		case k != kOpt:
+		case s == "-o" && i+1 < len(a.v):
+			opts = append(opts, "-o", a.v[i+1])
+		case strings.HasPrefix(s, "-o"):
+			opts = append(opts, "-o", s[2:])
+		}
+	}
+	check := func(dest string) {
+		if dest == "" {
 			return
 		}
 		sub := decider{p: d.p, top: d.top, best: rankNone}
-		sub.byBase("ssh", []string{"ssh", host})
+		argv := append(append([]string{"ssh"}, opts...), dest)
+		sub.byBase("ssh", argv)
 		if (sub.best == rankDeny || sub.best == rankAsk || sub.best == rankFinal) && d.better(sub.best, sub.rule) {
 			d.best, d.rule = sub.best, sub.rule
 		}
@@ -121,29 +134,30 @@ func (d *decider) remoteHosts(base string, argv []string) {
 	}
 }
 
-// remoteHostOf returns the host a remote operand of scp, sftp or rsync
-// names ([user@]host:path, host::module, scheme://[user@]host[:port]/path;
-// sftp's destination, its first positional word, needs no colon), or ""
-// for a local path.
+// remoteHostOf returns the destination a remote operand of scp, sftp or
+// rsync names, as ssh would be given it ([user@]host from
+// [user@]host:path and host::module, the URL itself from
+// scheme://[user@]host[:port]/path; sftp's destination, its first
+// positional word, needs no colon), or "" for a local path.
 func remoteHostOf(prog, w string, first bool) string {
 	if i := strings.Index(w, "://"); i > 0 && !strings.ContainsRune(w[:i], '/') {
-		return hostOf(w)
+		return w
 	}
 	if strings.HasPrefix(w, "[") || strings.Contains(w, "@[") {
 		// [user@][v6addr]:path
 		if j := strings.IndexByte(w, ']'); j > 0 && j+1 < len(w) && w[j+1] == ':' {
-			return hostOf(w[:j+1])
+			return w[:j+1]
 		}
 	}
 	c := strings.IndexByte(w, ':')
 	if c < 0 {
 		if prog == "sftp" && first {
-			return hostOf(w)
+			return w
 		}
 		return ""
 	}
 	if c == 0 || strings.ContainsRune(w[:c], '/') {
 		return "" // a local path with a colon in it
 	}
-	return hostOf(w[:c])
+	return w[:c]
 }

@@ -79,7 +79,7 @@ func TestSSHCarriers(t *testing.T) {
 	})
 	assert.Equal(t, "h", hostOf("ssh://u@h:22/x"))
 	assert.Equal(t, "::1", hostOf("u@[::1]"))
-	assert.Equal(t, "h", remoteHostOf("scp", "u@h:path", false))
+	assert.Equal(t, "u@h", remoteHostOf("scp", "u@h:path", false), "the user stays, for user@host rules")
 	assert.Equal(t, "", remoteHostOf("scp", "/a:b", false))
 }
 

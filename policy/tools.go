@@ -45,6 +45,13 @@ type tool struct {
 	// alone or as written, and deny rules also by the jump hosts and
 	// HostName options that make the connection go elsewhere.
 	host bool
+	// normalize means the program reads '_' in a long option's name as
+	// '-' (pflag's WordSepNormalizeFunc, as kubectl uses).
+	normalize bool
+	// boolWords means an option that takes no value still consumes a
+	// following "true" or "false" (nopt, npm's parser: --dry-run false;
+	// unknown options are booleans there too).
+	boolWords bool
 }
 
 type set map[string]bool
@@ -60,10 +67,42 @@ func setOf(words string) set {
 // takesValue reports whether option o (without any =value) consumes the
 // next argument. beforeSub says whether the subcommand was not seen yet.
 func (t *tool) takesValue(o string, beforeSub bool) bool {
+	v, _ := t.valueOpt(o, beforeSub)
+	return v
+}
+
+// valueOpt is takesValue, also saying whether the answer came from
+// reading o as an abbreviation: for a program that accepts abbreviated
+// long options, a prefix of a value-taking option ("npm --loglev info",
+// "pip --retr 0") takes the next word too. The program may read a prefix
+// that is ambiguous, or also a prefix of a flag cordon does not list, as
+// something else; Decide then tries both readings for deny and ask rules.
+func (t *tool) valueOpt(o string, beforeSub bool) (takes, abbrev bool) {
 	if t.dashes && strings.HasPrefix(o, "--") {
 		o = o[1:]
 	}
-	return t.anywhere[o] || (beforeSub && t.before[o])
+	if t.normalize && strings.IndexByte(o, '_') >= 0 {
+		// pflag's word-separator normalisation (kubectl): --request_timeout
+		// is --request-timeout.
+		o = strings.ReplaceAll(o, "_", "-")
+	}
+	if t.anywhere[o] || (beforeSub && t.before[o]) {
+		return true, false
+	}
+	if t.abbrev && len(o) > 2 && o[1] == '-' && (prefixOfAny(t.anywhere, o) || (beforeSub && prefixOfAny(t.before, o))) {
+		return true, true
+	}
+	return false, false
+}
+
+// prefixOfAny reports whether o is a prefix of one of the options in s.
+func prefixOfAny(s set, o string) bool {
+	for k := range s {
+		if strings.HasPrefix(k, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // canonical returns the canonical name of subcommand s.
@@ -117,7 +156,17 @@ var (
 			--profile --profile-output --request-timeout -s --server
 			--tls-server-name --token --user --username -v --v --vmodule
 			--log-dir --log-file --log-file-max-size --log-flush-frequency
-			--stderrthreshold --log-backtrace-at`),
+			--stderrthreshold --log-backtrace-at --kuberc --disable-compression
+			--insecure-skip-tls-verify --match-server-version --warnings-as-errors`),
+		sub: true, cluster: true, normalize: true,
+	}
+	// nerdctl's global options (nerdctl --help): containerd's address,
+	// namespace, snapshotter and paths.
+	nerdctlTool = &tool{
+		anywhere: setOf(`-a --address -H --host -n --namespace --snapshotter
+			--storage-driver --cni-path --cni-netconfpath --data-root
+			--cgroup-manager --host-gateway-ip --hosts-dir --bridge-ip
+			--experimental --kube-hide-dupe --cdi-spec-dirs --userns-remap`),
 		sub: true, cluster: true,
 	}
 	ghTool = &tool{
@@ -129,7 +178,7 @@ var (
 		anywhere: setOf(`--registry --prefix -C --userconfig --globalconfig
 			--cache --loglevel -w --workspace --tag --otp --access --scope
 			--before --omit --include --install-strategy`),
-		sub: true, abbrev: true, cluster: true, abbrevSub: true,
+		sub: true, abbrev: true, cluster: true, abbrevSub: true, boolWords: true,
 		aliases: map[string]string{
 			"i": "install", "in": "install", "ins": "install", "inst": "install",
 			"insta": "install", "instal": "install", "isnt": "install",
@@ -226,6 +275,19 @@ var (
 			--message --drop-in`),
 		abbrev: true, cluster: true,
 	}
+	// The coreutils the block-device-write meaning reads: GNU getopt, so
+	// options may come after the operands (cp img /dev/sda -S x).
+	cpTool = &tool{
+		anywhere: setOf(`-S --suffix -t --target-directory --no-preserve --sparse`),
+		abbrev:   true, cluster: true,
+	}
+	installTool = &tool{
+		anywhere: setOf(`-g --group -m --mode -o --owner -S --suffix -t
+			--target-directory --strip-program`),
+		abbrev: true, cluster: true,
+	}
+	truncateTool = &tool{anywhere: setOf(`-r --reference -s --size`), abbrev: true, cluster: true}
+	shredTool    = &tool{anywhere: setOf(`-n --iterations -s --size --random-source`), abbrev: true, cluster: true}
 	loginctlTool = &tool{
 		anywhere: setOf(`-p --property -s --signal -n --lines -o --output -H --host
 			-M --machine --kill-whom --kill-whom`),
@@ -241,6 +303,11 @@ var tools = map[string]*tool{
 	"podman":    podmanTool,
 	"kubectl":   kubectlTool,
 	"gh":        ghTool,
+	"nerdctl":   nerdctlTool,
+	"cp":        cpTool,
+	"install":   installTool,
+	"truncate":  truncateTool,
+	"shred":     shredTool,
 	"npm":       npmTool,
 	"pnpm":      pnpmTool,
 	"yarn":      yarnTool,

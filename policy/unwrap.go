@@ -254,6 +254,11 @@ func gitArgs(argv []string) []string {
 		if sub < 0 {
 			return v
 		}
+		if gitBuiltins[v[sub]] {
+			// git runs a built-in command before looking for an alias of
+			// the same name: -c alias.push=status does not change push.
+			return v
+		}
 		def, ok := findAlias(v[:sub], v[sub])
 		if !ok || strings.HasPrefix(def, "!") {
 			return v
@@ -265,6 +270,25 @@ func gitArgs(argv []string) []string {
 	}
 	return v
 }
+
+// gitExternal are the git commands that are separate programs, often not
+// installed (git-svn, git-p4, gitk): git looks for an alias of such a name
+// when the program is missing, so an alias given with -c may run instead.
+var gitExternal = setOf(`archimport citool cvsexportcommit cvsimport cvsserver
+	difftool--helper filter-branch gitk gui instaweb mergetool p4 quiltimport
+	request-pull send-email subtree svn web--browse scalar`)
+
+// gitBuiltins are the git commands an alias of the same name never
+// replaces: every command but the external ones.
+var gitBuiltins = func() set {
+	s := set{}
+	for c := range gitCommands {
+		if !gitExternal[c] {
+			s[c] = true
+		}
+	}
+	return s
+}()
 
 // findAlias returns the value of the last -c alias.NAME=VALUE among the
 // global options opts. Git compares the key case-insensitively.
