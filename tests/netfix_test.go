@@ -1,0 +1,96 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inPrivateNet runs script with sh in a new network and mount namespace
+// (unshare -nm, as root): there the test may give the host a global
+// address of its own (11.77.0.1 on lo), serve on it, and name it in a
+// private /etc/hosts, without touching the machine's network. cordon runs
+// inside, so its proxy sees that namespace as the host's.
+func inPrivateNet(t *testing.T, dir, script string) result {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testcap.SkipOrFail(t, "needs root for unshare -nm (a private network namespace with an address of its own)")
+	}
+	for _, tool := range []string{"unshare", "ip", "mount"} {
+		requireTool(t, tool)
+	}
+	py := requireTool(t, "python3")
+	www := filepath.Join(dir, "www")
+	require.NoError(t, os.MkdirAll(www, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(www, "index.html"), []byte("HOST-OWN-SERVICE\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n11.77.0.1 svc.example\n"), 0o644))
+	setup := fmt.Sprintf(`set -e
+ip link set lo up
+ip addr add 11.77.0.1/32 dev lo
+mount --bind %[1]s/hosts /etc/hosts
+%[2]s -m http.server --bind 11.77.0.1 8777 -d %[1]s/www >/dev/null 2>&1 &
+srv=$!
+trap 'kill $srv' EXIT
+i=0; until %[2]s -c 'import socket; socket.create_connection(("11.77.0.1", 8777), 1)' 2>/dev/null; do i=$((i+1)); [ $i -lt 100 ] || exit 9; sleep 0.1; done
+set +e
+C=%[3]s
+`, dir, py, cordonBin)
+	return runCordonVia(t, runOpts{dir: dir}, "unshare", "-nm", "sh", "-c", setup+script)
+}
+
+// TestNetFilterHostOwnAddress (red team, issue 12 follow-up): a wildcard
+// rule reached a global address configured on the host itself (by address
+// and by a name resolving to it), i.e. the host's own services. The host's
+// own addresses are now refused unless a rule names them exactly.
+func TestNetFilterHostOwnAddress(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "curl")
+	dir := t.TempDir()
+	r := inPrivateNet(t, dir, `
+echo "== exact"; $C run --allow-net 11.77.0.1:8777 -- sh -c 'unset no_proxy NO_PROXY; curl -sS -m 10 http://11.77.0.1:8777/'
+echo "== wildcard-addr"; $C run --allow-net '*:8777' -- sh -c 'unset no_proxy NO_PROXY; curl -sS -m 10 http://11.77.0.1:8777/'
+echo "== wildcard-name"; $C run --allow-net '*:8777' -- sh -c 'unset no_proxy NO_PROXY; curl -sS -m 10 http://svc.example:8777/'
+echo "== end"
+`)
+	require.Contains(t, r.stdout, "== end", "stderr: %s", r.stderr)
+	exact, rest := section(r.stdout, "== exact", "== wildcard-addr")
+	assert.Contains(t, exact, "HOST-OWN-SERVICE", "control: a rule naming the address exactly reaches it; stderr: %s", r.stderr)
+	assert.NotContains(t, rest, "HOST-OWN-SERVICE", "a wildcard reached the host's own address; stderr: %s", r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied: connect 11.77.0.1:8777 by curl")
+	assert.Contains(t, r.stderr, "cordon: denied: connect svc.example:8777 by curl")
+	assert.Contains(t, r.stderr, "the host's own")
+}
+
+// TestNetFilterAddressDenyByName (red team, issue 12 follow-up): a deny
+// rule on an address was bypassed by connecting with a name that resolves
+// to it. Each resolved address is now decided against the address rules.
+func TestNetFilterAddressDenyByName(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "curl")
+	dir := t.TempDir()
+	r := inPrivateNet(t, dir, `
+echo "== allowed"; $C run --allow-net svc.example:8777 -- sh -c 'unset no_proxy NO_PROXY; curl -sS -m 10 http://svc.example:8777/'
+echo "== denied"; $C run --allow-net svc.example:8777 --deny-net 11.77.0.1:8777 -- sh -c 'unset no_proxy NO_PROXY; curl -sS -m 10 http://svc.example:8777/; curl -sS -m 10 -x socks5h://127.0.0.1:1080 http://svc.example:8777/'
+echo "== end"
+`)
+	require.Contains(t, r.stdout, "== end", "stderr: %s", r.stderr)
+	allowed, denied := section(r.stdout, "== allowed", "== denied")
+	assert.Contains(t, allowed, "HOST-OWN-SERVICE", "control: the name alone is allowed; stderr: %s", r.stderr)
+	assert.NotContains(t, denied, "HOST-OWN-SERVICE", "the address deny rule was bypassed by name; stderr: %s", r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied: connect svc.example:8777 by curl")
+	assert.Contains(t, r.stderr, `resolves to 11.77.0.1, refused by deny "11.77.0.1:8777"`)
+}
+
+// section splits s at the markers: what lies between from and to, and
+// what follows to.
+func section(s, from, to string) (between, after string) {
+	_, rest, _ := strings.Cut(s, from)
+	between, after, _ = strings.Cut(rest, to)
+	return between, after
+}
