@@ -3,9 +3,11 @@ package tests
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
@@ -93,4 +95,73 @@ func section(s, from, to string) (between, after string) {
 	_, rest, _ := strings.Cut(s, from)
 	between, after, _ = strings.Cut(rest, to)
 	return between, after
+}
+
+// TestDaemonStartedAfterSandbox (red team, issue 12 follow-up): a sandbox
+// started while the daemon's directory did not exist yet could reach the
+// daemon started later (nothing was there to hide at the sandbox's start)
+// and have it run anything outside the sandbox. The directory is now
+// created before any sandbox starts, so it is always hidden; and a daemon
+// whose socket a sandbox can see anyway (an explicit --socket made after
+// the sandbox started) refuses a peer in another pid or mount namespace.
+func TestDaemonStartedAfterSandbox(t *testing.T) {
+	requireTool(t, "curl")
+	for _, tc := range []struct {
+		name   string
+		socket func(d *daemonEnv) string // "": the default, in the directory
+	}{
+		{"default socket", func(*daemonEnv) string { return "" }},
+		{"explicit socket elsewhere", func(d *daemonEnv) string { return filepath.Join(d.xdg, "elsewhere", "d.sock") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDaemonEnv(t)
+			require.NoDirExists(t, d.dir, "the daemon's directory must not exist before the sandbox starts")
+			sock := tc.socket(d)
+			target := sock
+			if target == "" {
+				target = filepath.Join(d.dir, "daemon.sock")
+			} else {
+				require.NoError(t, os.MkdirAll(filepath.Dir(sock), 0o700))
+			}
+			work := t.TempDir()
+			// The sandbox waits for the test's go-ahead (the daemon is up),
+			// then asks the daemon for its sessions.
+			script := fmt.Sprintf(`i=0; until [ -e go ]; do i=$((i+1)); [ $i -lt 600 ] || exit 9; sleep 0.05; done
+ls -la %[1]s 2>&1 | head -1
+curl -sS -m 10 -o /dev/null -w 'code=%%{http_code}\n' --unix-socket %[1]s http://localhost/v1/sessions; echo rc=$?`, target)
+			cmd := exec.Command(cordonBin, "run", "--net", "host", "--rw", work, "--", "sh", "-c", script)
+			cmd.Dir = work
+			cmd.Env = append(append(os.Environ(), raceEnv), d.env...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var args []string
+			if sock != "" {
+				args = []string{"--socket", sock}
+			}
+			d.start(args...)
+			// Control: from the host, the daemon answers.
+			_, code := d.curl(discovery{Socket: target}, "/v1/sessions")
+			require.Equal(t, 200, code, "control: the daemon serves the host")
+			require.NoError(t, os.WriteFile(filepath.Join(work, "go"), nil, 0o644))
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("the sandbox did not finish: %s %s", stdout.String(), stderr.String())
+			}
+			out := stdout.String()
+			require.Contains(t, out, "rc=", "stderr: %s", stderr.String())
+			assert.NotContains(t, out, "code=200", "the sandbox reached the daemon: %s %s", out, stderr.String())
+			if sock == "" {
+				assert.NotContains(t, out, "srw", "the daemon's directory is hidden: %s", out)
+			} else {
+				// Visible (made after the sandbox started): the daemon
+				// itself refuses a peer from another namespace.
+				assert.Contains(t, out, "code=403", "the daemon refuses the sandbox: %s", out)
+			}
+		})
+	}
 }
