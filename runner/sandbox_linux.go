@@ -89,6 +89,7 @@ type Sandbox struct {
 	filtered bool
 	proxy    *netproxy.Proxy
 	execs    *execTable
+	conns    *connTable // who connected each socket to the proxy
 	exe      string // cordon's binary, as the sandbox sees it
 	diag     *sockDiag
 

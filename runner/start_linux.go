@@ -201,8 +201,10 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	}
 	filtered := sp.box.Net == bwrap.NetFilter
 	execs := newExecTable()
+	var conns *connTable
 	if filtered {
 		cfg.NetListen = true
+		conns = newConnTable(execs)
 		dirs, files := unixSocketHides()
 		sp.box.Hide = append(dirs, sp.box.Hide...)
 		sp.box.HideFiles = append(files, sp.box.HideFiles...)
@@ -224,16 +226,17 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	}
 	// Creations are notified only when there are names to protect: each
 	// costs a round trip to the supervisor.
-	filter := supervisor.Filter
-	if len(sp.sup.ProtectedNames) > 0 {
-		filter = supervisor.CreateFilter
+	creates := len(sp.sup.ProtectedNames) > 0
+	if creates {
 		if sp.sup.OnCreateDenied == nil {
 			sp.sup.OnCreateDenied = func(v *supervisor.CreateVerdict) {
 				log.Warn("creation refused", "pid", v.Pid, "syscall", v.Syscall, "path", v.Path, "target", v.Target, "rule", v.Name)
 			}
 		}
 	}
-	if cfg.Filter, err = filter(); err != nil {
+	// A filtered sandbox's connects are notified too: who connects a
+	// socket to the proxy is the connection's owner (see connTable).
+	if cfg.Filter, err = supervisor.FilterWith(creates, filtered); err != nil {
 		return nil, &SetupError{Err: err}
 	}
 	if sp.fallback {
@@ -285,6 +288,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		nsInit:   -1,
 		filtered: filtered,
 		execs:    execs,
+		conns:    conns,
 		exe:      sp.exe,
 	}
 	if sp.stderr != nil {
@@ -468,6 +472,12 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	}
 	opts := sp.sup
 	opts.RootPid, opts.Logger = s.initPid, s.log
+	if s.conns != nil {
+		// Set before the supervisor runs, which calls note.
+		s.conns.initPid = s.initPid
+		opts.ConnectPorts = []uint16{ProxyHTTPPort, ProxySOCKSPort}
+		opts.OnConnect = s.conns.note
+	}
 	if m.PtraceOnly {
 		s.warn(ptraceOnlyWarning)
 		s.sup, err = supervisor.NewPtraceOnly(s.initPid, sp.policy, opts)

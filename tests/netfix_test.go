@@ -165,3 +165,47 @@ curl -sS -m 10 -o /dev/null -w 'code=%%{http_code}\n' --unix-socket %[1]s http:/
 		})
 	}
 }
+
+// TestNetFilterForSpoofByPassedSocket (red team, issue 12 follow-up): a
+// process that is not git connected to the proxy, passed its socket away
+// (SCM_RIGHTS, in flight) while a real git held an inherited copy, and so
+// had its CONNECT decided as git's under a for: git rule. The owner is now
+// whoever called connect(), as the supervisor saw it.
+func TestNetFilterForSpoofByPassedSocket(t *testing.T) {
+	requireSeccompNotify(t)
+	py := requireTool(t, "python3")
+	requireTool(t, "git")
+	dir := t.TempDir()
+	s := startNetServers(t, dir)
+	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte(fmt.Sprintf("network:\n  rules:\n    - allow: \"%s\"\n      for: git\n", allowed)), 0o644))
+	spoof := writeScript(t, dir, "spoof.py", fmt.Sprintf(`import socket, os, time, array, signal
+s = socket.create_connection(("127.0.0.1", 3128))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+s.sendall(b"CONNECT %[1]s HTTP/1.1\r\nHost: %[1]s\r\n\r\n")
+fd = s.detach(); os.set_inheritable(fd, True)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.dup2(r, 0); os.execvp("git", ["git", "hash-object", "--stdin"])
+time.sleep(0.05)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+os.close(fd)
+time.sleep(1.0)
+msg, anc, _, _ = b.recvmsg(1, socket.CMSG_SPACE(4))
+fd2 = array.array("i", anc[0][2][:4])[0]
+os.kill(pid, signal.SIGKILL)
+t = socket.socket(fileno=fd2)
+t.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+t.settimeout(10)
+print("status:", t.recv(200).split(b"\r\n")[0].decode())
+t.sendall(b"GET /spoof HTTP/1.0\r\nHost: x\r\n\r\n")
+print(t.recv(4000).decode(errors="replace"))
+`, allowed))
+	r := runCordon(t, runOpts{dir: dir}, "--policy", pol, "--", py, spoof)
+	assert.Contains(t, r.stdout, "status: HTTP/1.1 403", "stderr: %s", r.stderr)
+	assert.NotContains(t, r.stdout, "path=/spoof", "a process that is not git used a for: git rule")
+	assert.Regexp(t, `cordon: denied: connect `+allowed+` by \S*python3\S* \S*spoof.py`, r.stderr)
+}
