@@ -107,11 +107,11 @@ func unixSocketHides() (dirs, files []string) {
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 8 || !strings.HasPrefix(fields[7], "/") {
+		p, ok := unixSocketPath(sc.Text())
+		if !ok || !strings.HasPrefix(p, "/") {
 			continue
 		}
-		p := filepath.Clean(fields[7])
+		p = filepath.Clean(p)
 		covered := false
 		for _, d := range append([]string{"/tmp", "/dev", "/proc"}, dirs...) {
 			if p == d || strings.HasPrefix(p, d+"/") {
@@ -127,6 +127,26 @@ func unixSocketHides() (dirs, files []string) {
 		}
 	}
 	return dirs, files
+}
+
+// unixSocketPath returns the path of a /proc/net/unix line: everything
+// after the seventh field (the inode) and the one space that follows it, so
+// a path with spaces is whole. A path with a newline cannot be told from
+// the next line; see the README's limits.
+func unixSocketPath(line string) (string, bool) {
+	rest := line
+	for i := 0; i < 7; i++ {
+		rest = strings.TrimLeft(rest, " ")
+		end := strings.IndexByte(rest, ' ')
+		if end < 0 {
+			return "", false
+		}
+		rest = rest[end:]
+	}
+	if len(rest) < 2 {
+		return "", false
+	}
+	return rest[1:], true
 }
 
 // execTable remembers what each process of the sandbox was exec'd as, from
