@@ -16,3 +16,25 @@ func TestUnixSocketPath(t *testing.T) {
 		}
 	}
 }
+
+func TestHideRaced(t *testing.T) {
+	hidden := []string{"/var/tmp/a b.sock", "/srv/d.sock"}
+	for _, tc := range []struct {
+		detail string
+		want   bool
+	}{
+		{"bwrap: Can't create file at /var/tmp/a b.sock: Read-only file system\n", true},
+		{"bwrap: Can't create file at /srv/d.sock: No such device or address\n", true},
+		{"bwrap: Can't bind mount /oldroot/dev/null on /newroot/srv/d.sock: Unable to mount source on destination: No such file or directory\n", true},
+		{"bwrap: Can't create file at /home/u/project/x: Read-only file system\n", false},
+		{"bwrap: setting up uid map: Permission denied\n", false},
+	} {
+		_, got := hideRaced(&SetupError{Err: errNotReady, Detail: tc.detail}, hidden)
+		if got != tc.want {
+			t.Errorf("hideRaced(%q) = %v, want %v", tc.detail, got, tc.want)
+		}
+	}
+	if _, got := hideRaced(nil, hidden); got {
+		t.Error("hideRaced(nil) = true")
+	}
+}

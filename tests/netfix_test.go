@@ -247,3 +247,45 @@ except OSError as e: print("unix-failed", e.errno)
 	assert.Contains(t, r.stdout, "unix-failed", r.stderr)
 	assert.NotContains(t, r.stdout, "secret")
 }
+
+// TestNetFilterHiddenSocketChurn (red team, issue 12 follow-up): a host
+// socket removed (or made again) between cordon's listing of the sockets
+// to hide and bubblewrap's bind over it failed the start ("Can't create
+// file at ...: Read-only file system"). Such a start is now retried with
+// the sockets listed again. A socket made and removed in a tight loop
+// while sandboxes start: every start succeeds.
+func TestNetFilterHiddenSocketChurn(t *testing.T) {
+	requireSeccompNotify(t)
+	base, err := os.MkdirTemp("/var/tmp", "cnc")
+	require.NoError(t, err)
+	defer os.RemoveAll(base)
+	sock := filepath.Join(base, "churn.sock")
+	stop := make(chan struct{})
+	churned := make(chan int)
+	go func() {
+		n := 0
+		defer func() { churned <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if l, err := net.Listen("unix", sock); err == nil {
+				n++
+				l.Close() // removes the file
+			}
+		}
+	}()
+	failed := 0
+	for i := 0; i < 25; i++ {
+		r := cordon(t, "--net", "filter", "--", "true")
+		if r.code != 0 {
+			failed++
+			t.Logf("start %d: exit %d: %s", i, r.code, r.stderr)
+		}
+	}
+	close(stop)
+	require.Positive(t, <-churned, "the socket was made and removed while the sandboxes started")
+	assert.Zero(t, failed, "starts failed because a hidden socket came or went")
+}
