@@ -90,7 +90,7 @@ type Sandbox struct {
 	proxy    *netproxy.Proxy
 	execs    *execTable
 	conns    *connTable // who connected each socket to the proxy
-	exe      string // cordon's binary, as the sandbox sees it
+	exe      string     // cordon's binary, as the sandbox sees it
 	diag     *sockDiag
 
 	sendMu sync.Mutex // one frame at a time on conn
