@@ -25,6 +25,12 @@ type ConnectEvent struct {
 	Addr  netip.AddrPort
 }
 
+// i386's system call numbers of connect and socketcall.
+const (
+	i386Connect    = 362
+	i386Socketcall = 102
+)
+
 // connectTable maps every architecture's number of connect, and i386's
 // socketcall (which libseccomp notifies for a connect rule too), to
 // whether the call is the direct connect.
@@ -52,6 +58,11 @@ func connectTable() (map[createKey]bool, error) {
 			out[createKey{a.audit, int32(sc)}] = name == "connect"
 		}
 	}
+	// libseccomp resolves i386's connect to a pseudo number (it is
+	// multiplexed through socketcall there) but its rule also notifies the
+	// direct call the kernel has had since 4.3: both numbers, by hand.
+	out[createKey{unix.AUDIT_ARCH_I386, i386Connect}] = true
+	out[createKey{unix.AUDIT_ARCH_I386, i386Socketcall}] = false
 	return out, nil
 }
 

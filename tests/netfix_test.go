@@ -289,3 +289,18 @@ func TestNetFilterHiddenSocketChurn(t *testing.T) {
 	require.Positive(t, <-churned, "the socket was made and removed while the sandboxes started")
 	assert.Zero(t, failed, "starts failed because a hidden socket came or went")
 }
+
+// TestNetFilterConnectI386: connect is notified in a filtered sandbox on
+// every architecture; an i386 caller's connects still work (the direct call
+// is attributed, socketcall's is not: its owner is unknown, which no for:
+// rule matches) and never reach the exec path, which would refuse them.
+func TestNetFilterConnectI386(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	bin := buildC(t, dir, "connect_i386.c", "connect_i386", "-static", "-no-pie", "-O0")
+	r := runCordon(t, runOpts{dir: dir}, "--net", "filter", "--", bin)
+	assert.Contains(t, r.stdout, "i386 connect=0\n  HTTP/1.0 403", r.stderr)
+	assert.Contains(t, r.stdout, "i386 socketcall connect=0\n  HTTP/1.0 403", r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:9 by "+bin)
+	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:9 by an unidentified process")
+}
