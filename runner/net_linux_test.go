@@ -26,6 +26,7 @@ func TestHideRaced(t *testing.T) {
 		{"bwrap: Can't create file at /var/tmp/a b.sock: Read-only file system\n", true},
 		{"bwrap: Can't create file at /srv/d.sock: No such device or address\n", true},
 		{"bwrap: Can't bind mount /oldroot/dev/null on /newroot/srv/d.sock: Unable to mount source on destination: No such file or directory\n", true},
+		{"bwrap: Can't mkdir parents for /srv/d.sock: Read-only file system\n", true},
 		{"bwrap: Can't create file at /home/u/project/x: Read-only file system\n", false},
 		{"bwrap: setting up uid map: Permission denied\n", false},
 	} {

@@ -204,7 +204,8 @@ const maxHideRetries = 8
 // between cordon's listing and bubblewrap's bind over it: bubblewrap then
 // cannot make the mount point ("Can't create file at P: Read-only file
 // system", or "No such device or address" when a socket appeared at P;
-// "Can't bind mount /oldroot/dev/null on /newroot/P" when it went after).
+// "Can't bind mount /oldroot/dev/null on /newroot/P" when it went after;
+// "Can't mkdir parents for P" when its directory went too).
 // Starting again lists the files again; a socket still there is hidden.
 func hideRaced(err error, hidden []string) (string, bool) {
 	var se *SetupError
@@ -213,6 +214,7 @@ func hideRaced(err error, hidden []string) (string, bool) {
 	}
 	for _, p := range hidden {
 		if strings.Contains(se.Detail, "Can't create file at "+p+": ") ||
+			strings.Contains(se.Detail, "Can't mkdir parents for "+p+": ") ||
 			strings.Contains(se.Detail, " on /newroot"+p+": ") {
 			return p, true
 		}

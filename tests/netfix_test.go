@@ -252,14 +252,17 @@ except OSError as e: print("unix-failed", e.errno)
 // socket removed (or made again) between cordon's listing of the sockets
 // to hide and bubblewrap's bind over it failed the start ("Can't create
 // file at ...: Read-only file system"). Such a start is now retried with
-// the sockets listed again. A socket made and removed in a tight loop
-// while sandboxes start: every start succeeds.
+// the sockets listed again. A socket (and its directory) made and removed
+// in a tight loop while sandboxes start: every start succeeds.
 func TestNetFilterHiddenSocketChurn(t *testing.T) {
 	requireSeccompNotify(t)
 	base, err := os.MkdirTemp("/var/tmp", "cnc")
 	require.NoError(t, err)
 	defer os.RemoveAll(base)
-	sock := filepath.Join(base, "churn.sock")
+	// The socket's directory comes and goes too, as a daemon's test
+	// directory does when its test ends.
+	sockDir := filepath.Join(base, "d")
+	sock := filepath.Join(sockDir, "churn.sock")
 	stop := make(chan struct{})
 	churned := make(chan int)
 	go func() {
@@ -271,10 +274,12 @@ func TestNetFilterHiddenSocketChurn(t *testing.T) {
 				return
 			default:
 			}
+			_ = os.Mkdir(sockDir, 0o755)
 			if l, err := net.Listen("unix", sock); err == nil {
 				n++
 				l.Close() // removes the file
 			}
+			_ = os.Remove(sockDir)
 		}
 	}()
 	failed := 0
