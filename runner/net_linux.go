@@ -105,12 +105,24 @@ func unixSocketHides() (dirs, files []string) {
 	}
 	defer f.Close()
 	seen := map[string]bool{}
+	relative := map[string]string{} // socket inode -> name bound relative to a working directory
+	var paths []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		p, ok := unixSocketPath(sc.Text())
-		if !ok || !strings.HasPrefix(p, "/") {
+		if !ok || p == "" || p[0] == '@' {
 			continue
 		}
+		if p[0] != '/' {
+			if fs := strings.Fields(sc.Text()); len(fs) >= 7 {
+				relative[fs[6]] = p
+			}
+			continue
+		}
+		paths = append(paths, p)
+	}
+	paths = append(paths, locateRelativeSockets(relative)...)
+	for _, p := range paths {
 		p = filepath.Clean(p)
 		covered := false
 		for _, d := range append([]string{"/tmp", "/dev", "/proc"}, dirs...) {
@@ -127,6 +139,58 @@ func unixSocketHides() (dirs, files []string) {
 		}
 	}
 	return dirs, files
+}
+
+// locateRelativeSockets finds where sockets bound by a relative name
+// (/proc/net/unix shows the name as passed to bind) are: each name joined
+// to the working directory of a process holding that socket, kept when a
+// socket file is there. A binder that changed directory since, or whose
+// /proc cordon cannot read (another user's), leaves its socket unlocated:
+// see the README's limits. The scan of every process's descriptors runs
+// only when there are such sockets.
+func locateRelativeSockets(names map[string]string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	var out []string
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if len(names) == 0 {
+			break
+		}
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		fds, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(dir + "/fd/" + fd.Name())
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			ino := strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")
+			name, ok := names[ino]
+			if !ok {
+				continue
+			}
+			cwd, err := os.Readlink(dir + "/cwd")
+			if err != nil || !strings.HasPrefix(cwd, "/") {
+				continue
+			}
+			p := filepath.Join(cwd, name)
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				out = append(out, p)
+				delete(names, ino)
+			}
+		}
+	}
+	return out
 }
 
 // unixSocketPath returns the path of a /proc/net/unix line: everything

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -308,4 +309,45 @@ func TestNetFilterConnectI386(t *testing.T) {
 	assert.Contains(t, r.stdout, "i386 socketcall connect=0\n  HTTP/1.0 403", r.stderr)
 	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:9 by "+bin)
 	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:9 by an unidentified process")
+}
+
+// TestNetFilterRelativeUnixSocket (red team, issue 12 follow-up): a host
+// socket bound by a relative name shows in /proc/net/unix as that name
+// alone, so it was not hidden. It is now located through the working
+// directory of the process holding it.
+func TestNetFilterRelativeUnixSocket(t *testing.T) {
+	requireSeccompNotify(t)
+	py := requireTool(t, "python3")
+	base, err := os.MkdirTemp("/var/tmp", "cnr")
+	require.NoError(t, err)
+	defer os.RemoveAll(base)
+	srv := exec.Command(py, "-c", `
+import socket, os
+s = socket.socket(socket.AF_UNIX); s.bind("rel.sock"); s.listen()
+print("ready", flush=True)
+while True:
+    c, _ = s.accept(); c.sendall(b"secret\n"); c.close()
+`)
+	srv.Dir = base
+	out, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	line := make([]byte, 6)
+	_, err = io.ReadFull(out, line)
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", string(line))
+	sock := filepath.Join(base, "rel.sock")
+	script := py + ` -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("got", s.recv(16).decode().strip())
+except OSError as e: print("unix-failed", e.errno)
+' ` + sock
+	r := runCordon(t, runOpts{}, "--net", "host", "--", "sh", "-c", script)
+	require.Contains(t, r.stdout, "got secret", "control: without the filter the socket is reachable: %s", r.stderr)
+	r = runCordon(t, runOpts{}, "--net", "filter", "--", "sh", "-c", script)
+	assert.Contains(t, r.stdout, "unix-failed", r.stderr)
+	assert.NotContains(t, r.stdout, "secret")
 }
