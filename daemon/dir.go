@@ -176,10 +176,15 @@ func owner(fi fs.FileInfo) int {
 // HidePaths lists what a sandbox must not see of any cordon daemon of this
 // user: every candidate directory that exists (hidden with an empty tmpfs),
 // and the socket daemon.json names when it lies outside them (covered with
-// /dev/null). Nothing is created.
+// /dev/null). The directory a daemon would use is created first (as Locate
+// does): a sandbox started before any daemon would otherwise see the
+// directory's parent, and in it the socket of a daemon started later.
 func HidePaths() (dirs, files []string) { return osEnv().hidePaths() }
 
 func (e env) hidePaths() (dirs, files []string) {
+	// An error means no directory is usable: no daemon can start there
+	// either (it locates its directory the same way).
+	_, _ = e.locate()
 	cands, _ := e.candidates()
 	for _, c := range cands {
 		if fi, err := os.Lstat(c.dir); err == nil && fi.IsDir() {

@@ -177,13 +177,16 @@ func TestHidePaths(t *testing.T) {
 	xdg := mkdir(t, filepath.Join(root, "xdg"), 0o700)
 	vars := map[string]string{"XDG_RUNTIME_DIR": xdg}
 	e.getenv = func(k string) string { return vars[k] }
-	dirs, _ := e.hidePaths()
-	assert.Empty(t, dirs, "nothing exists yet, and nothing is created")
+	require.NoDirExists(t, filepath.Join(xdg, "cordon"))
+	dirs, files := e.hidePaths()
+	// Created before any daemon runs, so that one started later is
+	// hidden from a sandbox started now.
+	assert.Equal(t, []string{filepath.Join(xdg, "cordon")}, dirs)
+	assert.Empty(t, files)
+	require.NoError(t, e.verify(dirs[0], 0o700))
 	p, err := e.locate()
 	require.NoError(t, err)
-	dirs, files := e.hidePaths()
-	assert.Equal(t, []string{p.Dir}, dirs)
-	assert.Empty(t, files)
+	assert.Equal(t, p.Dir, dirs[0])
 }
 
 func uidString() string { return strconv.Itoa(os.Geteuid()) }

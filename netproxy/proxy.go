@@ -79,6 +79,10 @@ type Options struct {
 	OnRecord func(r *Record)
 	// Resolve resolves a name on the host (default: the system resolver).
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Local reports whether an address is the host's own (default:
+	// HostLocal): such an address is refused unless a rule names it
+	// exactly, as a non-global one is.
+	Local func(netip.Addr) bool
 	// Dial connects to a checked address (default: net.Dialer).
 	Dial func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 	// MaxConns bounds the connections served at once (default 256):
@@ -117,6 +121,9 @@ func New(o Options) *Proxy {
 		o.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		}
+	}
+	if o.Local == nil {
+		o.Local = HostLocal
 	}
 	if o.Dial == nil {
 		d := &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}
@@ -336,15 +343,34 @@ func (p *Proxy) decide(ctx context.Context, proto, host string, port uint16, pee
 			return netip.AddrPort{}, rec
 		}
 	}
+	// Each address is decided again against the rules: a rule naming an
+	// address decides it whatever name led there, so a deny (or ask) rule
+	// on an address is not bypassed by a name resolving to it. Address
+	// rules only take away here: reaching an address that is not globally
+	// reachable (the host's own addresses included) still takes a rule
+	// naming the host asked for exactly.
+	var why string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if Global(a) || rec.Result.Exact {
+		if an, err := policy.NormalizeHost(a.String()); err == nil && an != rec.Host && p.o.Policy != nil {
+			ar := p.o.Policy.Decide(policy.NetQuery{Host: an, Port: port, Programs: rec.Owner.Programs})
+			if ar.Rule != nil && ar.Decision != policy.Allow {
+				if why == "" {
+					why = fmt.Sprintf("%s resolves to %s, refused by %s", h, a, ar.RuleText())
+				}
+				continue
+			}
+		}
+		if rec.Result.Exact || (Global(a) && !p.o.Local(a)) {
 			rec.Addr = netip.AddrPortFrom(a, port).String()
 			return netip.AddrPortFrom(a, port), rec
 		}
+		if why == "" {
+			why = fmt.Sprintf("%s resolves to %s, which is not globally reachable or is the host's own (only a rule naming %s exactly reaches it; wildcards never do)", h, a, h)
+		}
 	}
 	rec.Decision = policy.Deny
-	rec.Reason = fmt.Sprintf("%s resolves to %s, which is not globally reachable (only a rule naming %s exactly reaches it; wildcards never do)", h, addrs[0].Unmap(), h)
+	rec.Reason = why
 	p.report(rec)
 	return netip.AddrPort{}, rec
 }

@@ -105,13 +105,25 @@ func unixSocketHides() (dirs, files []string) {
 	}
 	defer f.Close()
 	seen := map[string]bool{}
+	relative := map[string]string{} // socket inode -> name bound relative to a working directory
+	var paths []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 8 || !strings.HasPrefix(fields[7], "/") {
+		p, ok := unixSocketPath(sc.Text())
+		if !ok || p == "" || p[0] == '@' {
 			continue
 		}
-		p := filepath.Clean(fields[7])
+		if p[0] != '/' {
+			if fs := strings.Fields(sc.Text()); len(fs) >= 7 {
+				relative[fs[6]] = p
+			}
+			continue
+		}
+		paths = append(paths, p)
+	}
+	paths = append(paths, locateRelativeSockets(relative)...)
+	for _, p := range paths {
+		p = filepath.Clean(p)
 		covered := false
 		for _, d := range append([]string{"/tmp", "/dev", "/proc"}, dirs...) {
 			if p == d || strings.HasPrefix(p, d+"/") {
@@ -127,6 +139,78 @@ func unixSocketHides() (dirs, files []string) {
 		}
 	}
 	return dirs, files
+}
+
+// locateRelativeSockets finds where sockets bound by a relative name
+// (/proc/net/unix shows the name as passed to bind) are: each name joined
+// to the working directory of a process holding that socket, kept when a
+// socket file is there. A binder that changed directory since, or whose
+// /proc cordon cannot read (another user's), leaves its socket unlocated:
+// see the README's limits. The scan of every process's descriptors runs
+// only when there are such sockets.
+func locateRelativeSockets(names map[string]string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	var out []string
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if len(names) == 0 {
+			break
+		}
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		dir := "/proc/" + e.Name()
+		fds, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(dir + "/fd/" + fd.Name())
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			ino := strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")
+			name, ok := names[ino]
+			if !ok {
+				continue
+			}
+			cwd, err := os.Readlink(dir + "/cwd")
+			if err != nil || !strings.HasPrefix(cwd, "/") {
+				continue
+			}
+			p := filepath.Join(cwd, name)
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				out = append(out, p)
+				delete(names, ino)
+			}
+		}
+	}
+	return out
+}
+
+// unixSocketPath returns the path of a /proc/net/unix line: everything
+// after the seventh field (the inode) and the one space that follows it, so
+// a path with spaces is whole. A path with a newline cannot be told from
+// the next line; see the README's limits.
+func unixSocketPath(line string) (string, bool) {
+	rest := line
+	for i := 0; i < 7; i++ {
+		rest = strings.TrimLeft(rest, " ")
+		end := strings.IndexByte(rest, ' ')
+		if end < 0 {
+			return "", false
+		}
+		rest = rest[end:]
+	}
+	if len(rest) < 2 {
+		return "", false
+	}
+	return rest[1:], true
 }
 
 // execTable remembers what each process of the sandbox was exec'd as, from
@@ -248,52 +332,80 @@ func (t *execTable) lookup(pid int) (progs, argv []string, ok bool) {
 	return e.progs, e.argv, true
 }
 
-// netOwner finds the process of the sandbox that holds the client end of
-// a proxy connection: the socket's inode from the sandbox's TCP table
-// (read through its init, which is in its network namespace), then the
-// processes below the init that hold that inode. The programs are those
-// every holder and its ancestors were proven to be exec'd as; anything
-// unknown leaves them empty, so rules limited to programs fail closed.
-func netOwner(initPid int, diag *sockDiag, execs *execTable, peer netip.AddrPort) netproxy.Owner {
+// connTable records, for each socket of the sandbox connected to the
+// proxy, the process that called connect and what it had been exec'd as
+// (the supervisor sees the connect before the kernel makes it, so the
+// record exists when the proxy accepts). The owner of a connection is who
+// connected it, not who holds the socket when the proxy decides: a socket
+// passed to (or inherited by) another process stays its connector's.
+type connTable struct {
+	execs   *execTable
+	initPid int // set before the supervisor runs
+
+	mu    sync.Mutex
+	m     map[uint64]netproxy.Owner // guarded by mu; keyed by socket inode
+	order []uint64                  // guarded by mu: oldest first
+}
+
+// maxConnRecords bounds the table: the oldest records go first (their
+// connections, if still open, are then of an unknown owner: rules limited
+// to programs no longer match them, which fails closed).
+const maxConnRecords = 8192
+
+func newConnTable(execs *execTable) *connTable {
+	return &connTable{execs: execs, m: map[uint64]netproxy.Owner{}}
+}
+
+// note records a connect the supervisor saw (supervisor.Options.OnConnect).
+func (c *connTable) note(ev supervisor.ConnectEvent) {
+	progs, argv, known := chainPrograms(c.initPid, c.execs, ev.Pid)
+	o := netproxy.Owner{Pid: ev.Pid, Argv: argv}
+	if known {
+		seen := map[string]bool{}
+		for _, p := range progs {
+			if !seen[p] {
+				seen[p] = true
+				o.Programs = append(o.Programs, p)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[ev.Inode]; !ok {
+		c.order = append(c.order, ev.Inode)
+	}
+	c.m[ev.Inode] = o
+	for len(c.order) > maxConnRecords {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func (c *connTable) lookup(inode uint64) (netproxy.Owner, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.m[inode]
+	return o, ok
+}
+
+// netOwner finds who connected the client end of a proxy connection: the
+// socket's inode from the sandbox's TCP table (read through its init,
+// which is in its network namespace), then the connTable's record of it.
+// No record (a connect the supervisor did not see, e.g. TCP Fast Open's
+// sendto, i386's socketcall, or a sandbox supervised with ptrace only):
+// the owner is unknown, and rules limited to programs do not match.
+func netOwner(initPid int, diag *sockDiag, conns *connTable, peer netip.AddrPort) netproxy.Owner {
 	inode := diag.inode(peer)
 	if inode == "" {
 		// Slower (the kernel walks its whole TCP table), same answer.
 		inode = socketInode(initPid, peer)
 	}
-	if inode == "" {
+	n, err := strconv.ParseUint(inode, 10, 64)
+	if err != nil || conns == nil {
 		return netproxy.Owner{}
 	}
-	holders := socketHolders(initPid, "socket:["+inode+"]")
-	if len(holders) == 0 {
-		return netproxy.Owner{}
-	}
-	var owner netproxy.Owner
-	var common map[string]bool
-	for i, pid := range holders {
-		progs, argv, known := chainPrograms(initPid, execs, pid)
-		if i == 0 {
-			owner.Pid, owner.Argv = pid, argv
-		}
-		set := map[string]bool{}
-		if known {
-			for _, p := range progs {
-				set[p] = true
-			}
-		}
-		if common == nil {
-			common = set
-			continue
-		}
-		for p := range common {
-			if !set[p] {
-				delete(common, p)
-			}
-		}
-	}
-	for p := range common {
-		owner.Programs = append(owner.Programs, p)
-	}
-	return owner
+	o, _ := conns.lookup(n)
+	return o
 }
 
 // chainPrograms returns the programs pid and its ancestors up to the init
@@ -372,29 +484,6 @@ func parseProcAddr(s string) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(addr, uint16(port)), true
 }
 
-// socketHolders lists the processes below initPid with a descriptor on
-// the socket named link ("socket:[INODE]").
-func socketHolders(initPid int, link string) []int {
-	var out []int
-	queue := proc.Children(initPid)
-	for n := 0; len(queue) > 0 && n < 65536; n++ {
-		pid := queue[0]
-		queue = append(queue[1:], proc.Children(pid)...)
-		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range ents {
-			if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && l == link {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
-}
-
 // startProxy serves the proxy listeners the init sent (HTTP, SOCKS) and
 // keeps its sock_diag socket for attribution.
 func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
@@ -417,10 +506,10 @@ func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
 	if sp.policy != nil {
 		np = sp.policy.Network()
 	}
-	initPid, execs, diag := s.initPid, s.execs, s.diag
+	initPid, conns, diag := s.initPid, s.conns, s.diag
 	s.proxy = netproxy.New(netproxy.Options{
 		Policy:   np,
-		Owner:    func(peer netip.AddrPort) netproxy.Owner { return netOwner(initPid, diag, execs, peer) },
+		Owner:    func(peer netip.AddrPort) netproxy.Owner { return netOwner(initPid, diag, conns, peer) },
 		Ask:      sp.askNet,
 		OnRecord: sp.onNet,
 	})

@@ -89,7 +89,8 @@ type Sandbox struct {
 	filtered bool
 	proxy    *netproxy.Proxy
 	execs    *execTable
-	exe      string // cordon's binary, as the sandbox sees it
+	conns    *connTable // who connected each socket to the proxy
+	exe      string     // cordon's binary, as the sandbox sees it
 	diag     *sockDiag
 
 	sendMu sync.Mutex // one frame at a time on conn

@@ -182,6 +182,49 @@ const ptraceOnlyWarning = "a seccomp notify listener already exists above this s
 // not get ready is ended and its error says why (bubblewrap's own message
 // when it gave one); cancelling ctx during the start ends it too.
 func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
+	for attempt := 1; ; attempt++ {
+		var hidden []string
+		s, err := startSandboxOnce(ctx, sp, &hidden)
+		p, raced := hideRaced(err, hidden)
+		if !raced || attempt >= maxHideRetries || ctx.Err() != nil {
+			return s, err
+		}
+		if sp.log != nil {
+			sp.log.Debug("a hidden socket appeared or vanished while bubblewrap started: starting again", "path", p, "attempt", attempt)
+		}
+	}
+}
+
+// maxHideRetries bounds the starts retried because a socket file to hide
+// appeared or vanished while bubblewrap set the sandbox up.
+const maxHideRetries = 8
+
+// hideRaced reports whether a start failed only because a file of hidden
+// (HideFiles: host sockets, an explicit daemon socket) was removed or made
+// between cordon's listing and bubblewrap's bind over it: bubblewrap then
+// cannot make the mount point ("Can't create file at P: Read-only file
+// system", or "No such device or address" when a socket appeared at P;
+// "Can't bind mount /oldroot/dev/null on /newroot/P" when it went after;
+// "Can't mkdir parents for P" when its directory went too).
+// Starting again lists the files again; a socket still there is hidden.
+func hideRaced(err error, hidden []string) (string, bool) {
+	var se *SetupError
+	if err == nil || !errors.As(err, &se) {
+		return "", false
+	}
+	for _, p := range hidden {
+		if strings.Contains(se.Detail, "Can't create file at "+p+": ") ||
+			strings.Contains(se.Detail, "Can't mkdir parents for "+p+": ") ||
+			strings.Contains(se.Detail, " on /newroot"+p+": ") {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// startSandboxOnce is one attempt of startSandbox; hidden receives the
+// files it hid.
+func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*Sandbox, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -201,11 +244,25 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	}
 	filtered := sp.box.Net == bwrap.NetFilter
 	execs := newExecTable()
+	var conns *connTable
 	if filtered {
 		cfg.NetListen = true
+		conns = newConnTable(execs)
 		dirs, files := unixSocketHides()
 		sp.box.Hide = append(dirs, sp.box.Hide...)
 		sp.box.HideFiles = append(files, sp.box.HideFiles...)
+	}
+	// A file to hide that is gone (a daemon's socket, since removed) has
+	// nothing to hide, and bubblewrap cannot bind over it.
+	var present []string
+	for _, p := range sp.box.HideFiles {
+		if _, err := os.Lstat(p); err == nil {
+			present = append(present, p)
+		}
+	}
+	sp.box.HideFiles = present
+	*hidden = present
+	if filtered {
 		// What each process was exec'd as, for attribution.
 		onDecision := sp.sup.OnDecision
 		sp.sup.OnDecision = func(d *supervisor.Verdict) {
@@ -224,16 +281,17 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	}
 	// Creations are notified only when there are names to protect: each
 	// costs a round trip to the supervisor.
-	filter := supervisor.Filter
-	if len(sp.sup.ProtectedNames) > 0 {
-		filter = supervisor.CreateFilter
+	creates := len(sp.sup.ProtectedNames) > 0
+	if creates {
 		if sp.sup.OnCreateDenied == nil {
 			sp.sup.OnCreateDenied = func(v *supervisor.CreateVerdict) {
 				log.Warn("creation refused", "pid", v.Pid, "syscall", v.Syscall, "path", v.Path, "target", v.Target, "rule", v.Name)
 			}
 		}
 	}
-	if cfg.Filter, err = filter(); err != nil {
+	// A filtered sandbox's connects are notified too: who connects a
+	// socket to the proxy is the connection's owner (see connTable).
+	if cfg.Filter, err = supervisor.FilterWith(creates, filtered); err != nil {
 		return nil, &SetupError{Err: err}
 	}
 	if sp.fallback {
@@ -285,6 +343,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		nsInit:   -1,
 		filtered: filtered,
 		execs:    execs,
+		conns:    conns,
 		exe:      sp.exe,
 	}
 	if sp.stderr != nil {
@@ -468,6 +527,12 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	}
 	opts := sp.sup
 	opts.RootPid, opts.Logger = s.initPid, s.log
+	if s.conns != nil {
+		// Set before the supervisor runs, which calls note.
+		s.conns.initPid = s.initPid
+		opts.ConnectPorts = []uint16{ProxyHTTPPort, ProxySOCKSPort}
+		opts.OnConnect = s.conns.note
+	}
 	if m.PtraceOnly {
 		s.warn(ptraceOnlyWarning)
 		s.sup, err = supervisor.NewPtraceOnly(s.initPid, sp.policy, opts)

@@ -17,6 +17,9 @@ type peerKey struct{}
 type peer struct {
 	uid, pid int
 	err      error
+	// foreign says why the peer is not in the daemon's own pid and mount
+	// namespaces (nil: it is): a process in a sandbox.
+	foreign error
 }
 
 // allowed applies the access rules in order: Origin, Host, then the peer's
@@ -43,6 +46,10 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
 		case p.uid != s.o.UID:
 			s.o.Logger.Warn("refused a connection from another user", "uid", p.uid, "pid", p.pid)
 			writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("uid %d may not use this daemon (it serves uid %d)", p.uid, s.o.UID))
+			return false
+		case p.foreign != nil:
+			s.o.Logger.Warn("refused a connection from another namespace", "pid", p.pid, "err", p.foreign)
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "refused: "+p.foreign.Error()+"; run cordon from the host, outside any sandbox")
 			return false
 		}
 	default:

@@ -34,7 +34,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - unshare and clone with a namespace flag, and setns: refused;
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
-func Filter() ([]byte, error) { return buildFilter(true, false) }
+func Filter() ([]byte, error) { return buildFilter(true, false, false) }
 
 // CreateFilter is Filter plus notify rules for the calls that create a
 // name in the file system (see createCalls), for a policy with protected
@@ -43,15 +43,21 @@ func Filter() ([]byte, error) { return buildFilter(true, false) }
 // call is notified), mkdir(at), mknod(at), link(at), symlink(at),
 // rename(at, at2). The supervisor refuses a creation of a protected name
 // (decideCreate) and continues the rest.
-func CreateFilter() ([]byte, error) { return buildFilter(true, true) }
+func CreateFilter() ([]byte, error) { return buildFilter(true, true, false) }
+
+// FilterWith is Filter plus, with creates, CreateFilter's rules and, with
+// connects, a notify rule for connect (see ConnectPorts): the supervisor
+// records which process connects a socket to the network proxy, then
+// continues every connect.
+func FilterWith(creates, connects bool) ([]byte, error) { return buildFilter(true, creates, connects) }
 
 // FallbackFilter is Filter without the notify rules, for ptrace-only
 // supervision: where a notify listener already exists above the sandbox,
 // execs are allowed by the filter and verified at PTRACE_EVENT_EXEC instead.
 // Everything else (architectures, TIOCSTI, the refused calls) is the same.
-func FallbackFilter() ([]byte, error) { return buildFilter(false, false) }
+func FallbackFilter() ([]byte, error) { return buildFilter(false, false, false) }
 
-func buildFilter(notify, creates bool) ([]byte, error) {
+func buildFilter(notify, creates, connects bool) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("creating seccomp filter: %w", err)
@@ -80,6 +86,15 @@ func buildFilter(notify, creates bool) ([]byte, error) {
 	if creates {
 		if err := addCreateRules(f); err != nil {
 			return nil, err
+		}
+	}
+	if connects {
+		sc, err := seccomp.GetSyscallFromName("connect")
+		if err != nil {
+			return nil, fmt.Errorf("resolving connect: %w", err)
+		}
+		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
+			return nil, fmt.Errorf("adding notify rule for connect: %w", err)
 		}
 	}
 	ioctlNr, err := seccomp.GetSyscallFromName("ioctl")

@@ -111,6 +111,14 @@ type Options struct {
 	// OnCreateDenied, when set, is called for every creation refused
 	// because of ProtectedNames, on the supervisor's goroutine.
 	OnCreateDenied func(*CreateVerdict)
+	// ConnectPorts are the ports of the network proxy on the sandbox's
+	// loopback; OnConnect, when set, is called (on the supervisor's
+	// goroutine, before the call continues) for every connect of a socket
+	// to one of them, with the caller and the socket's inode. The filter
+	// must have been built with connects (FilterWith). Every connect
+	// continues: this attributes connections, it decides none.
+	ConnectPorts []uint16
+	OnConnect    func(ConnectEvent)
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -142,6 +150,10 @@ type Supervisor struct {
 	// creates maps the creating calls CreateFilter notifies (only with
 	// ProtectedNames) to what to check in them.
 	creates map[createKey]*createCall
+	// connects maps the connect calls FilterWith notifies (with
+	// OnConnect) to whether they are the direct call (false: i386's
+	// multiplexed socketcall, whose arguments are not read).
+	connects map[createKey]bool
 
 	// recv is seccomp.NotifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccomp.Notif) error
@@ -181,6 +193,12 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	}
 	if len(opts.ProtectedNames) > 0 {
 		if s.creates, err = createTable(); err != nil {
+			unix.Close(wake)
+			return nil, err
+		}
+	}
+	if opts.OnConnect != nil {
+		if s.connects, err = connectTable(); err != nil {
 			unix.Close(wake)
 			return nil, err
 		}
@@ -354,6 +372,10 @@ func (s *Supervisor) Close() error {
 func (s *Supervisor) handle(n *seccomp.Notif) {
 	if c := s.creates[createKey{n.Data.Arch, n.Data.Nr}]; c != nil {
 		s.handleCreate(n, c)
+		return
+	}
+	if direct, ok := s.connects[createKey{n.Data.Arch, n.Data.Nr}]; ok {
+		s.handleConnect(n, direct)
 		return
 	}
 	start := time.Now()
