@@ -3,6 +3,7 @@ module github.com/cordon-sandbox/cordon
 go 1.24.0
 
 require (
+	github.com/landlock-lsm/go-landlock v0.10.1
 	github.com/seccomp/libseccomp-golang v0.11.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
@@ -11,4 +12,7 @@ require (
 	golang.org/x/sys v0.40.0
 )
 
-require github.com/inconshreveable/mousetrap v1.1.0 // indirect
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
+)

@@ -122,12 +122,22 @@ func InitMain() int {
 	return 0
 }
 
-// installFilter installs the notify filter on all the init's threads and
+// installFilter applies the landlock tier's ruleset when there is one,
+// then installs the notify filter on all the init's threads and
 // sends the listener to the host (one-shot and session mode alike). When
 // another listener exists above (EBUSY) and the host sent a fallback, it
 // installs that and tells the host to supervise with ptrace only. It
 // returns the init's exit code on failure, 0 on success.
 func installFilter(conn *frameConn, cfg configMsg) int {
+	if cfg.Landlock != nil {
+		// Before the filter: the ruleset is the init's own, so the
+		// command and everything it starts inherit it, and no exec
+		// happens between the two.
+		if err := applyLandlock(cfg.Landlock); err != nil {
+			_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+			return 125
+		}
+	}
 	listener, err := supervisor.InstallFilter(cfg.Filter)
 	switch {
 	case errors.Is(err, supervisor.ErrListenerBusy) && len(cfg.Fallback) > 0:

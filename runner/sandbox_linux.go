@@ -49,6 +49,8 @@ type SandboxOptions struct {
 	Logger *slog.Logger
 	// Exe is the binary that plays the init; empty means this executable.
 	Exe string
+	// Isolation is the tier (IsolationAuto when empty).
+	Isolation Isolation
 }
 
 // Sandbox is a bubblewrap sandbox whose init spawns processes on request
@@ -60,6 +62,9 @@ type Sandbox struct {
 	warn    func(string) // a degraded mode, said to the user or logged
 	cmd     *exec.Cmd
 	bare    bool          // no bubblewrap: cmd is the init itself
+	tier    Isolation     // the tier it runs in (auto resolved)
+	session bool          // the init spawns on request (StartSandbox)
+	tmpdir  string        // landlock tier: the private TMPDIR, removed at teardown
 	binds   []string      // the paths bound into it (RW, RO)
 	waited  chan struct{} // closed when cmd.Wait returned
 	waitErr error         // cmd.Wait's result, once waited is closed
@@ -149,6 +154,7 @@ type SpawnRequest struct {
 // supervisor on its listener. Cancelling ctx while it starts ends it.
 func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	s, err := startSandbox(ctx, startSpec{
+		isolation: o.Isolation,
 		box: bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
 			Hide: o.Hide, HideFiles: o.HideFiles},
 		exe:    o.Exe,
@@ -165,10 +171,21 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	s.serve(s.read)
 	go func() {
 		<-s.waited
-		s.end(fmt.Errorf("%w: bubblewrap exited (%v)", ErrSandboxLost, s.cmd.ProcessState))
+		s.end(fmt.Errorf("%w: %s exited (%v)", ErrSandboxLost, s.startedWhat(), s.cmd.ProcessState))
 	}()
 	return s, nil
 }
+
+// startedWhat names what cordon started: bubblewrap, or the init itself.
+func (s *Sandbox) startedWhat() string {
+	if s.bare {
+		return "the sandbox's init"
+	}
+	return "bubblewrap"
+}
+
+// Isolation is the tier the sandbox runs in.
+func (s *Sandbox) Isolation() Isolation { return s.tier }
 
 // InitPid is the init's pid in the host's pid namespace.
 func (s *Sandbox) InitPid() int { return s.initPid }
@@ -211,7 +228,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 	s.sendMu.Lock()
 	err := s.conn.send(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
-		Argv: toBytes(req.Argv), Env: toBytes(scrubEnv(req.Env, s.pol, s.log)), Dir: []byte(req.Dir),
+		Argv: toBytes(req.Argv), Env: toBytes(s.spawnEnv(req.Env)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),
 	}, fds...)
 	s.sendMu.Unlock()
@@ -223,6 +240,16 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 		return fmt.Errorf("spawn %s: %w", req.ID, err)
 	}
 	return nil
+}
+
+// spawnEnv is a spawned process's environment: scrubbed, with the
+// landlock tier's private TMPDIR.
+func (s *Sandbox) spawnEnv(env []string) []string {
+	env = scrubEnv(env, s.pol, s.log)
+	if s.tmpdir != "" {
+		env = withTMPDIR(env, s.tmpdir)
+	}
+	return env
 }
 
 // read dispatches the init's reports to the processes' handlers.

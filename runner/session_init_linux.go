@@ -39,7 +39,11 @@ func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
 		if err := conn.recvQueued(&m); err != nil {
 			// The host closed the session (or died): returning ends the
 			// init, bwrap's pid 1 follows, and the kernel kills what is
-			// left in the namespace.
+			// left in the namespace. Without one (Reap), the init kills
+			// its descendants itself.
+			if cfg.Reap {
+				killDescendants()
+			}
 			return 0
 		}
 		fds, err := conn.takeFDs(m.NFDs)

@@ -127,7 +127,9 @@ func policyPaths(spec bwrap.Spec) []string {
 // startSpec says how to start a sandbox. A one-shot run and a session differ
 // only in what is set here; startSandbox is the one path that starts either.
 type startSpec struct {
-	// isolation none runs the init on the host, without bubblewrap.
+	// isolation is the tier; auto (or empty) is resolved here
+	// (resolveIsolation). landlock and none run the init on the host,
+	// without bubblewrap.
 	isolation Isolation
 	// box shapes the sandbox (its Dir, binds, network and hidden paths).
 	box bwrap.Spec
@@ -177,8 +179,22 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	note, err := sp.resolveIsolation(ctx, log)
+	if err != nil {
+		return nil, err
+	}
 	cfg := sp.config
-	var err error
+	bare := sp.isolation != IsolationBwrap
+	// Without a pid namespace nothing but the init kills what the command
+	// leaves behind.
+	cfg.Reap = bare
+	if bare && (sp.sup.Verify == "" || sp.sup.Verify == supervisor.VerifyAuto) {
+		// Without bubblewrap the command shares the host's mount namespace
+		// and /proc: strict mode's proof (read-only mounts nobody can
+		// change, no memory writers) does not hold, so an exec that ptrace
+		// cannot verify is refused.
+		sp.sup.Verify = supervisor.VerifyPtrace
+	}
 	if cfg.Filter, err = supervisor.Filter(); err != nil {
 		return nil, &SetupError{Err: err}
 	}
@@ -194,14 +210,22 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tmpdir string
+	if sp.isolation == IsolationLandlock {
+		if tmpdir, err = sp.landlock(&cfg, log); err != nil {
+			return nil, err
+		}
+	}
 	conn, childEnd, err := newControlPair()
 	if err != nil {
+		removeTmp(tmpdir)
 		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		conn.close()
 		childEnd.Close()
+		removeTmp(tmpdir)
 		return nil, &SetupError{Err: err}
 	}
 	stdin, stdout, stderr := sp.stdin, sp.stdout, sp.stderr
@@ -212,6 +236,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 			childEnd.Close()
 			errR.Close()
 			errW.Close()
+			removeTmp(tmpdir)
 			return nil, &SetupError{Err: err}
 		}
 		defer devnull.Close()
@@ -224,18 +249,24 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		stderr = errW
 	}
 	s := &Sandbox{
-		log:    log,
-		warn:   func(msg string) { log.Warn(msg) },
-		bare:   sp.isolation == IsolationNone,
-		pol:    sp.policy,
-		binds:  append(append([]string(nil), sp.box.RW...), sp.box.RO...),
-		conn:   conn,
-		waited: make(chan struct{}),
-		done:   make(chan struct{}),
-		nsInit: -1,
+		log:     log,
+		warn:    func(msg string) { log.Warn(msg) },
+		bare:    bare,
+		tier:    sp.isolation,
+		session: cfg.Session,
+		tmpdir:  tmpdir,
+		pol:     sp.policy,
+		binds:   append(append([]string(nil), sp.box.RW...), sp.box.RO...),
+		conn:    conn,
+		waited:  make(chan struct{}),
+		done:    make(chan struct{}),
+		nsInit:  -1,
 	}
 	if sp.stderr != nil {
 		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
+	}
+	if note != "" {
+		s.warn(note)
 	}
 	s.cmd = &exec.Cmd{
 		Path:       argv[0],
@@ -264,6 +295,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	if err != nil {
 		conn.close()
 		errR.Close()
+		removeTmp(tmpdir)
 		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
 	}
 	s.stderr = newSetupOutput(errR, pass)
@@ -296,9 +328,13 @@ func (sp *startSpec) argv() ([]string, error) {
 	}
 	// What decides the next run's policy is bound read-only, and never
 	// runs (supervisor.Options.NeverRun): bound read-only, a file a
-	// previous run wrote would pass --deny-writable-exec.
+	// previous run wrote would pass --deny-writable-exec. The landlock
+	// tier cannot bind anything read-only; what it keeps is NeverRun.
 	protected := policyPaths(sp.box)
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
+	if sp.isolation == IsolationLandlock {
+		return []string{exe, InitArg}, nil
+	}
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
 	box = sp.withGit(box)
@@ -488,7 +524,11 @@ func (s *Sandbox) stop() {
 		}
 		if s.bare {
 			// The init kills and reaps the command's leftovers itself;
-			// killing it first would orphan them.
+			// killing it first would orphan them. A session's init does
+			// that when its control channel closes.
+			if s.session {
+				s.conn.close()
+			}
 			select {
 			case <-s.waited:
 			case <-time.After(teardownBound / 2):
@@ -517,6 +557,7 @@ func (s *Sandbox) stop() {
 			}
 		}
 		s.stderr.wait(100 * time.Millisecond)
+		removeTmp(s.tmpdir)
 		s.end(nil)
 	})
 }

@@ -78,6 +78,10 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 			return nil, invalid("%v", err)
 		}
 	}
+	iso, err := runner.ParseIsolation(spec.Isolation)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
 	dir := spec.Dir
 	if dir == "" {
 		dir = m.opts.Dir
@@ -105,7 +109,7 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	}
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(startCtx, runner.SandboxOptions{
-		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net,
+		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net, Isolation: iso,
 		Hide: m.opts.Hide, HideFiles: m.opts.HideFiles,
 		Policy:     pol,
 		Ask:        s.ask,

@@ -90,6 +90,9 @@ type SessionSpec struct {
 	RO []string `json:"ro,omitempty"`
 	// Net is "host" (default) or "none" (loopback only).
 	Net string `json:"net,omitempty"`
+	// Isolation is the tier: "auto" (default: bwrap when it works here,
+	// else landlock), "bwrap", "landlock" or "none" (exec policy only).
+	Isolation string `json:"isolation,omitempty"`
 	// Env is the processes' base environment ("KEY=value"); nil means
 	// sandbox.Options.Env.
 	Env []string `json:"env,omitempty"`

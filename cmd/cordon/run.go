@@ -22,7 +22,6 @@ type runOptions struct {
 	sandboxFlags
 	ask        string
 	askTimeout time.Duration
-	isolation  string
 	verify     string
 	audit      string
 	debug      bool
@@ -36,7 +35,6 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	addSandboxFlags(fs, &o.sandboxFlags)
 	fs.StringVar(&o.ask, "ask", "deny", "how ask rules are answered: deny, allow, or tty (prompt on cordon's own terminal)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 30*time.Second, "with --ask tty: deny when there is no answer within this time")
-	fs.StringVar(&o.isolation, "isolation", "bwrap", "bwrap, or none: enforce the exec policy without a sandbox (prints a warning)")
 	fs.StringVar(&o.verify, "verify", "auto", "race-free exec verification: auto (ptrace; strict where ptrace cannot attach), ptrace, or strict (no ptrace: refuse callers that could change their arguments after the check)")
 	fs.StringVar(&o.audit, "audit", "", "append one JSON line per exec decision to FILE (- for stderr)")
 	fs.BoolVar(&o.debug, "debug", false, "log what cordon does to stderr")
@@ -159,7 +157,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
 		if netMode != bwrap.NetHost || len(o.rw) > 0 || len(o.ro) > 0 {
-			return errors.New("--net, --rw and --ro need --isolation bwrap")
+			return errors.New("--net, --rw and --ro need --isolation bwrap (or landlock for --rw)")
 		}
 	}
 	var audit io.Writer

@@ -1,0 +1,250 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/isolation"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// landlockConfigs are go-landlock's presets, indexed by ABI - 1.
+var landlockConfigs = []landlock.Config{
+	landlock.V1, landlock.V2, landlock.V3, landlock.V4,
+	landlock.V5, landlock.V6, landlock.V7, landlock.V8,
+}
+
+// landlockSpec is the ruleset the init applies to itself in the landlock
+// tier, before it installs the exec filter: everything readable and
+// executable, writable only below Write.
+type landlockSpec struct {
+	// Write lists the directories and files that stay writable: the
+	// working directory, --rw paths, the git binds and the per-run
+	// temporary directory.
+	Write []string
+	// TCPConnect, when set, restricts TCP connect to these ports
+	// (--net filter: cordon's proxy). Needs ABI 4.
+	TCPConnect []uint16
+	// RestrictTCP says whether TCPConnect applies (an empty list then
+	// means no TCP connect at all).
+	RestrictTCP bool
+}
+
+// wireLandlock is landlockSpec as it travels: paths as bytes.
+type wireLandlock struct {
+	Write       [][]byte `json:"write"`
+	TCPConnect  []uint16 `json:"tcp_connect,omitempty"`
+	RestrictTCP bool     `json:"restrict_tcp,omitempty"`
+}
+
+func (l *landlockSpec) wire() *wireLandlock {
+	if l == nil {
+		return nil
+	}
+	return &wireLandlock{Write: toBytes(l.Write), TCPConnect: l.TCPConnect, RestrictTCP: l.RestrictTCP}
+}
+
+func (w *wireLandlock) spec() *landlockSpec {
+	if w == nil {
+		return nil
+	}
+	return &landlockSpec{Write: fromBytes(w.Write), TCPConnect: w.TCPConnect, RestrictTCP: w.RestrictTCP}
+}
+
+// Rights a read-only hierarchy keeps: read and run files, list
+// directories.
+const landlockReadRights = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+
+// Rights that apply to a file (the rest only make sense on directories;
+// the kernel refuses them in a rule for a file).
+const landlockFileRights = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile |
+	llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+
+// landlockDevices are the device files a command writes to as a matter of
+// course (bubblewrap's minimal /dev has them writable too); /dev/pts holds
+// the terminal.
+var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"}
+
+// applyLandlock restricts the calling process (every thread) to spec. It
+// runs in the init before the exec filter is installed, so the command and
+// everything it starts inherit the ruleset. Nothing here degrades
+// silently: the ruleset is built for exactly the ABI the kernel has (go-
+// landlock's best-effort mode is not used), and what that ABI cannot
+// restrict is reported by the host before the start (landlockLevel).
+func applyLandlock(spec *landlockSpec) error {
+	abi := isolation.LandlockABI()
+	if abi < 1 {
+		return errors.New("landlock is not available on this kernel (needs Linux 5.13 with landlock in the lsm= boot parameter)")
+	}
+	level := min(abi, isolation.MaxLandlockABI)
+	preset := landlockConfigs[level-1]
+	fsRights := preset.HandledAccessFS
+	args := []any{fsRights}
+	if preset.Scoped != 0 {
+		args = append(args, preset.Scoped)
+	}
+	var netRules []landlock.Rule
+	if spec.RestrictTCP {
+		if level < 4 {
+			return fmt.Errorf("--net filter in the landlock tier needs Landlock ABI 4 (Linux 6.7); this kernel has ABI %d", abi)
+		}
+		args = append(args, landlock.AccessNetSet(llsys.AccessNetConnectTCP))
+		for _, p := range spec.TCPConnect {
+			netRules = append(netRules, landlock.ConnectTCP(p))
+		}
+	}
+	cfg, err := landlock.NewConfig(args...)
+	if err != nil {
+		return fmt.Errorf("landlock configuration: %w", err)
+	}
+	rules := []landlock.Rule{landlock.PathAccess(fsRights&landlockReadRights, "/")}
+	for _, p := range spec.Write {
+		r, err := landlockWriteRule(p, fsRights)
+		if err != nil {
+			return err
+		}
+		rules = append(rules, r)
+	}
+	for _, d := range landlockDevices {
+		if _, err := os.Stat(d); err == nil {
+			rules = append(rules, landlock.PathAccess(fsRights&(landlockFileRights&^llsys.AccessFSExecute), d))
+		}
+	}
+	if fi, err := os.Stat("/dev/pts"); err == nil && fi.IsDir() {
+		rules = append(rules, landlock.PathAccess(fsRights&(landlockFileRights&^llsys.AccessFSExecute|llsys.AccessFSReadDir), "/dev/pts"))
+	}
+	rules = append(rules, netRules...)
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("applying the landlock ruleset: %w", err)
+	}
+	return nil
+}
+
+// landlockWriteRule grants every right on a directory, or a file's rights
+// on a file.
+func landlockWriteRule(path string, fsRights landlock.AccessFSSet) (landlock.Rule, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, fmt.Errorf("writable path %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return landlock.PathAccess(fsRights, path), nil
+	}
+	return landlock.PathAccess(fsRights&landlockFileRights, path), nil
+}
+
+// landlockWritable is the writable set of the landlock tier: what
+// bubblewrap would bind writable (the working directory unless it is /,
+// --rw paths, the git binds) and the run's temporary directory, sorted and
+// without duplicates.
+func landlockWritable(dir string, rw []string, tmp string) []string {
+	var out []string
+	if dir != "" && dir != "/" {
+		out = append(out, dir)
+	}
+	out = append(out, rw...)
+	if tmp != "" {
+		out = append(out, tmp)
+	}
+	sort.Strings(out)
+	return compactStrings(out)
+}
+
+func compactStrings(ss []string) []string {
+	var out []string
+	for i, s := range ss {
+		if i == 0 || s != ss[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// resolveIsolation turns auto (or empty) into the tier that works here,
+// and returns the line to say when it stepped down from bwrap. Auto never
+// steps down to none: with neither bwrap nor Landlock it refuses.
+func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (string, error) {
+	switch sp.isolation {
+	case IsolationBwrap, IsolationNone:
+		return "", nil
+	case IsolationLandlock:
+		if isolation.LandlockABI() < 1 {
+			return "", &SetupError{Err: errors.New("--isolation landlock: " + isolation.NewLandlockLevel(0).String()),
+				Hint: "use --isolation bwrap, or --isolation none (exec policy only, no filesystem protection)"}
+		}
+		return "", nil
+	case IsolationAuto, "":
+	default:
+		return "", &SetupError{Err: fmt.Errorf("unknown isolation %q", sp.isolation)}
+	}
+	c := isolation.Choose(ctx)
+	log.Debug("isolation auto", "tier", c.Tier, "bwrap_failure", c.Why, "landlock_abi", c.LandlockABI)
+	switch c.Tier {
+	case isolation.Bwrap:
+		sp.isolation = IsolationBwrap
+		return "", nil
+	case isolation.Landlock:
+		sp.isolation = IsolationLandlock
+		return c.Note(), nil
+	}
+	return "", &SetupError{Err: errors.New(c.Refusal()), Hint: c.RefusalFix()}
+}
+
+// landlock prepares the landlock tier: it checks what the tier cannot do
+// for this run (refusing what it cannot enforce), makes the run's private
+// temporary directory, and puts the ruleset into cfg, with TMPDIR in a
+// one-shot command's environment. It returns the directory.
+func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) {
+	level := isolation.NewLandlockLevel(isolation.LandlockABI())
+	if sp.box.Net != bwrap.NetHost && sp.box.Net != "" {
+		// Landlock can refuse TCP, not UDP or other sockets: no network
+		// mode short of the host's can be kept.
+		return "", &SetupError{Err: fmt.Errorf("--net %s needs the bwrap tier: Landlock cannot cut UDP and other sockets", sp.box.Net),
+			Hint: "make bubblewrap work here (cordon doctor says how), or leave --net out"}
+	}
+	tmp, err := os.MkdirTemp("", "cordon-tmp-")
+	if err != nil {
+		return "", &SetupError{Err: fmt.Errorf("making the run's temporary directory: %w", err)}
+	}
+	box := sp.withGit(sp.box)
+	spec := &landlockSpec{Write: landlockWritable(box.Dir, box.RW, tmp)}
+	cfg.Landlock = spec
+	if !cfg.Session {
+		cfg.Env = withTMPDIR(cfg.Env, tmp)
+	}
+	log.Debug("isolation landlock", "landlock", level.String(), "writable", spec.Write,
+		"not_enforced", isolation.LandlockCannot)
+	if len(box.Protect) > 0 {
+		log.Debug("landlock: these stay writable (Landlock cannot carve them out of a writable directory)", "paths", box.Protect)
+	}
+	if len(sp.box.Hide)+len(sp.box.HideFiles) > 0 {
+		log.Debug("landlock: these stay visible (Landlock cannot hide paths)", "paths", append(append([]string{}, sp.box.Hide...), sp.box.HideFiles...))
+	}
+	return tmp, nil
+}
+
+// withTMPDIR sets TMPDIR in env to dir.
+func withTMPDIR(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+dir)
+}
+
+// removeTmp removes the landlock tier's temporary directory ("" is none).
+func removeTmp(dir string) {
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
