@@ -64,8 +64,12 @@ func InitMain() int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail("prctl(PR_SET_DUMPABLE): %v", err)
 	}
-	if err := unix.Setpgid(0, 0); err != nil {
-		return fail("setpgid: %v", err)
+	// Started without bubblewrap as a session's init, it already leads
+	// its own session and process group (setpgid would fail with EPERM).
+	if unix.Getpgrp() != os.Getpid() {
+		if err := unix.Setpgid(0, 0); err != nil {
+			return fail("setpgid: %v", err)
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
@@ -98,11 +102,26 @@ func InitMain() int {
 		return fail("waiting for the host: %v", err)
 	}
 
+	if cfg.Reap {
+		// Without bubblewrap's user namespace, a supervisor run by a
+		// normal user has no CAP_SYS_PTRACE over the command: it can
+		// verify the first exec only if the forked child is dumpable,
+		// and the child inherits the init's flag. No command runs yet;
+		// the flag is cleared again as soon as the exec is done (a
+		// window of microseconds in which the new command could reach
+		// the init's control socket: README, security model).
+		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	}
 	pid, err := syscall.ForkExec(path, cfg.Argv, &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   cfg.Env,
 		Files: []uintptr{0, 1, uintptr(stderrFd)},
 	})
+	if cfg.Reap {
+		if perr := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); perr != nil {
+			return fail("prctl(PR_SET_DUMPABLE): %v", perr)
+		}
+	}
 	if err != nil {
 		errno, _ := err.(syscall.Errno)
 		if errno == 0 {

@@ -33,7 +33,7 @@ const (
 	// IsolationNone enforces the exec policy only: no namespaces, no
 	// filesystem view. Reported loudly by the CLI.
 	IsolationNone Isolation = "none"
-	// IsolationAuto (the default, also the empty value) picks bwrap when
+	// IsolationAuto (the default; an empty startSpec.isolation too) picks bwrap when
 	// bubblewrap works here, else landlock, else refuses; stepping down
 	// is said once (isolation.Choice.Note).
 	IsolationAuto Isolation = "auto"
@@ -42,8 +42,6 @@ const (
 // ParseIsolation parses the --isolation flag's value.
 func ParseIsolation(s string) (Isolation, error) {
 	switch Isolation(s) {
-	case "":
-		return IsolationAuto, nil
 	case IsolationBwrap, IsolationLandlock, IsolationNone, IsolationAuto:
 		return Isolation(s), nil
 	}

@@ -124,6 +124,12 @@ static void leader(const struct cordon_spawn *s, int report, int errfd) {
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	// Dumpable again, so that a supervisor without CAP_SYS_PTRACE over
+	// the process (cordon without bubblewrap's user namespace, run by a
+	// normal user) can attach to verify this exec. The init's
+	// non-dumpable state guards its descriptors; the leader holds none of
+	// them (the shim closed them) but errfd, a pipe to its shim.
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	execve(s->path, s->argv, s->envp);
 	leader_fail(errfd, STAGE_EXEC, errno);
 	_exit(127);

@@ -78,9 +78,11 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 			return nil, invalid("%v", err)
 		}
 	}
-	iso, err := runner.ParseIsolation(spec.Isolation)
-	if err != nil {
-		return nil, invalid("%v", err)
+	iso := runner.IsolationAuto
+	if spec.Isolation != "" {
+		if iso, err = runner.ParseIsolation(spec.Isolation); err != nil {
+			return nil, invalid("%v", err)
+		}
 	}
 	dir := spec.Dir
 	if dir == "" {
