@@ -278,3 +278,24 @@ func TestIsolationLandlockSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "keep\n", string(b))
 }
+
+// doctor shows the tier each run would get: landlock under a container's
+// seccomp profile, with the fix, and cordon still counts as runnable.
+func TestIsolationDoctorShowsTier(t *testing.T) {
+	requireLandlock(t)
+	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
+	r := runCordonVia(t, runOpts{}, nsdeny, cordonBin, "doctor")
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var row string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "isolation ") {
+			row = l
+		}
+	}
+	assert.Contains(t, row, "warn")
+	assert.Contains(t, row, "runs get the landlock tier: bubblewrap cannot run here")
+	assert.Contains(t, r.stdout, "Landlock ABI")
+
+	r = runCordonVia(t, runOpts{}, cordonBin, "doctor")
+	assert.Contains(t, r.stdout, "runs get the bwrap tier")
+}
