@@ -8,8 +8,10 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/stretchr/testify v1.12.1
+	go.starlark.net v0.0.0-20251109183026-be02852a5e1f
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.40.0
+	mvdan.cc/sh/v3 v3.12.0
 )
 
 require (

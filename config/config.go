@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/policy/codex"
 )
 
 // Origin says where a policy came from.
@@ -338,9 +339,19 @@ func (l *Loaded) readTrusted(opts Options) error {
 	return l.parse(l.Path, data)
 }
 
+// ParsePolicy parses a policy file by its name: a codex rules file
+// (*.rules, Starlark) through package codex, anything else (cordon's
+// format, a fence config) through policy.Parse.
+func ParsePolicy(name string, data []byte) (*policy.File, error) {
+	if codex.IsRulesFile(name) {
+		return codex.Parse(name, data)
+	}
+	return policy.Parse(name, data)
+}
+
 // parse parses data, the content of the file at p, into l.
 func (l *Loaded) parse(p string, data []byte) error {
-	f, err := policy.Parse(p, data)
+	f, err := ParsePolicy(p, data)
 	if err != nil {
 		return err
 	}

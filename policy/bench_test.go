@@ -139,3 +139,24 @@ func programsOf(rules []Rule) []string {
 	}
 	return p.Programs()
 }
+
+// BenchmarkDecideSecondEdition decides against 1,000 rules of one program
+// with the built-in meanings on: an ordinary command line, one whose
+// subcommand git's autocorrect would have to guess (every candidate within
+// git's similarity floor is decided), and an ssh line with a remote command.
+func BenchmarkDecideSecondEdition(b *testing.B) {
+	rules := append(oneProgramRules(1000), Rule{Decision: Deny, Pattern: "@git-force-push"},
+		Rule{Decision: Deny, Pattern: "ssh prod-* rm -rf ..."}, Rule{Decision: Allow, Pattern: "ssh [options] dev-* $"})
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"git", benchArgv},
+		{"git-autocorrect", []string{"git", "-C", "/work/repo", "pusj", "origin", "feature/x", "--no-verify"}},
+		{"ssh", []string{"ssh", "-p", "22", "-J", "jump", "dev-1", "cd /srv && rm -rf build"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			benchDecide(b, rules, &Exec{Argv: tc.argv, Path: "/usr/bin/" + tc.argv[0], Resolved: "/usr/bin/" + tc.argv[0]}, nil)
+		})
+	}
+}

@@ -9,21 +9,19 @@ package policy
 var builtinDeny = []struct{ pattern, why string }{
 	// Power state: stopping or restarting the machine ends everyone's work.
 	{"{shutdown,reboot,halt,poweroff}", "powers off or restarts the machine"},
-	{"systemctl {poweroff,reboot,halt,kexec,suspend,hibernate,hybrid-sleep,soft-reboot,rescue,emergency}",
-		"changes the machine's power state or drops it to single-user mode"},
+	{"@power-off", "changes the machine's power state or drops it to single-user mode " +
+		"(systemctl verbs and targets, loginctl, D-Bus calls to logind or systemd)"},
 	{"{init,telinit} {0,1,6,s,S}", "changes the runlevel: halt, single-user or reboot"},
 	// Disks and filesystems: these destroy data on whole devices.
 	{"{mkfs,mkfs.*,mke2fs,mkswap,mkdosfs,mkntfs}", "creates a filesystem, erasing the device"},
 	{"{fdisk,sfdisk,cfdisk,gdisk,sgdisk,parted}", "rewrites partition tables"},
 	{"{wipefs,blkdiscard}", "erases filesystem signatures or discards every block of a device"},
-	{"dd of=/dev/" + blockDevices, "writes raw data over a block device"},
-	{"shred /dev/" + blockDevices, "overwrites a block device"},
+	{"@block-device-write", "writes raw data over a block device"},
 	// Kernel: loading code into the kernel or replacing it.
 	{"{insmod,rmmod,modprobe}", "loads or unloads kernel modules"},
 	{"kexec", "boots another kernel in place of the running one"},
 	// Containers with the host's privileges: an escape from any sandbox.
-	{"{docker,podman} run --privileged", "runs a container with full access to the host"},
-	{"{docker,podman} run {-v,--volume}=/:*", "mounts the host's root filesystem into a container"},
+	{"@privileged-container", "runs a container with the host's privileges or its root filesystem"},
 }
 
 // blockDevices matches the names of disk-like devices under /dev, leaving

@@ -16,10 +16,15 @@ const (
 	rankAsk
 	rankDeny
 	rankOverride
+	// rankFinal is a deny that no override lifts: fence's ssh deniedHosts
+	// and deniedCommands, which fence checks before its allowed lists.
+	rankFinal
 )
 
 func rankOf(r *Rule) rank {
 	switch {
+	case r.Final && r.Decision == Deny:
+		return rankFinal
 	case r.Override && r.Decision == Allow:
 		return rankOverride
 	case r.Decision == Deny:
@@ -39,11 +44,35 @@ type matcher struct {
 	// options, abbreviated subcommands, extra words between positional
 	// words). Allow rules match only what is written.
 	liberal bool
-	tool    *tool
-	pos     []posPat
-	segs    []segment // pos split at the places words may be skipped
-	opts    []optPat
-	keys    []keyPat
+	// strict is set for allow rules that name arguments, and for any rule
+	// ending in "$": every option and positional word of the exec must be
+	// one the rule names (see widen, anyOpts, rest).
+	strict bool
+	// rest is set when the rule ends in "...": positional words may follow
+	// the last one it names.
+	rest bool
+	// anyOpts is set by the [options] placeholder: a strict rule then
+	// accepts options it does not name, anywhere.
+	anyOpts bool
+	// widen, when not -1, is the number of positional patterns before the
+	// rule's first "...": a strict rule accepts options it does not name
+	// that come after that many positional words ("allow: git status ..."
+	// takes "git status -s" but not "git -c x=y status").
+	widen int
+	// end is set by a trailing "$": no words beyond those the rule names,
+	// whatever the decision.
+	end  bool
+	tool *tool
+	// meaning, when set, replaces the patterns: the rule names a meaning
+	// (@git-force-push), checked for program mprog.
+	meaning *meaning
+	mprog   string
+	// remote, for ssh rules, matches the remote command.
+	remote *remoteRule
+	pos    []posPat
+	segs   []segment // pos split at the places words may be skipped
+	opts   []optPat
+	keys   []keyPat
 }
 
 // segment is a run of positional patterns [from, to) that must match
@@ -57,7 +86,10 @@ type segment struct {
 // whatever the subcommand is (or is not indexable: an abbreviable or glob
 // subcommand, a leading "...", no positional word).
 func (m *matcher) subKey() []string {
-	if !m.tool.sub || len(m.pos) == 0 || len(m.segs) == 0 || m.segs[0].gap || (m.liberal && m.tool.abbrevSub) {
+	if m.meaning != nil {
+		return nil
+	}
+	if !m.tool.sub || m.tool.host || len(m.pos) == 0 || len(m.segs) == 0 || m.segs[0].gap || (m.liberal && m.tool.abbrevSub) {
 		return nil
 	}
 	var out []string
@@ -123,13 +155,16 @@ type progRef struct {
 
 // compileRule compiles r (rule index i in the policy) into its program
 // alternatives and one matcher per distinct option table.
-func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
+func compileRule(r *Rule, i int32, ts toolSet) ([]progRef, []matcher, error) {
 	words, err := splitWords(r.Pattern)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(words) == 0 {
 		return nil, nil, ErrEmptyRule
+	}
+	if w := words[0]; len(w.text) > 1 && w.meta(0, '@') {
+		return compileMeaning(r, i, words, ts)
 	}
 	progWords, err := expand(words[0])
 	if err != nil {
@@ -141,20 +176,16 @@ func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
 		byT  = map[*tool]int{}
 	)
 	for _, pw := range progWords {
-		ref, t, err := compileProgram(pw)
+		ref, t, err := compileProgram(pw, ts)
 		if err != nil {
 			return nil, nil, err
 		}
 		j, ok := byT[t]
 		if !ok {
-			m, err := compileArgs(words[1:], t)
+			m, err := compileMatcher(words[1:], t, rankOf(r), i, ts, false)
 			if err != nil {
 				return nil, nil, err
 			}
-			m.rule = i
-			m.rank = rankOf(r)
-			m.liberal = m.rank == rankDeny || m.rank == rankAsk
-			m.segment()
 			j = len(ms)
 			byT[t] = j
 			ms = append(ms, m)
@@ -165,7 +196,103 @@ func compileRule(r *Rule, i int32) ([]progRef, []matcher, error) {
 	return refs, ms, nil
 }
 
-func compileProgram(w word) (progRef, *tool, error) {
+// compileMatcher compiles a rule's words after the program for option
+// table t.
+//
+// remote says the words are an ssh rule's remote command: a remote command
+// of an allow rule is exact even with no arguments ("ssh h uptime" allows
+// uptime alone), and is not split again at a nested ssh's destination.
+func compileMatcher(words []word, t *tool, rk rank, i int32, ts toolSet, remote bool) (matcher, error) {
+	argWords, rwords := words, []word(nil)
+	if t.host && !remote {
+		argWords, rwords = splitRemote(words, t)
+	}
+	m, err := compileArgs(argWords, t)
+	if err != nil {
+		return m, err
+	}
+	m.rule = i
+	m.rank = rk
+	// Deny and ask rules match loosely, so that no spelling evades them;
+	// allow rules match strictly, so that an exception never lets through
+	// more than it names. A bare program allow rule ("allow: ls") allows
+	// the program with any arguments; "$" makes any rule exact.
+	m.liberal = (rk == rankDeny || rk == rankAsk || rk == rankFinal) && !m.end
+	m.strict = m.end || (!m.liberal && (len(words) > 0 || remote))
+	if remote := rwords; len(remote) > 0 {
+		// The remote command of an ssh rule is a rule of its own, for the
+		// program it names, matched against the command ssh runs there.
+		ref, rt, err := compileProgram(remote[0], ts)
+		if err != nil {
+			return m, fmt.Errorf("remote command: %w", err)
+		}
+		rm, err := compileMatcher(remote[1:], rt, rk, i, ts, true)
+		if err != nil {
+			return m, fmt.Errorf("remote command: %w", err)
+		}
+		m.remote = &remoteRule{prog: ref.g, m: rm}
+		m.rest = true
+	}
+	m.segment()
+	return m, nil
+}
+
+// splitRemote splits an ssh rule's words at the end of the destination:
+// options and the host, then the remote command. A remote part that is
+// only "..." or "$" stays with the host part.
+func splitRemote(words []word, t *tool) (head, remote []word) {
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w.bare("...") || w.bare("$") || w.bare(optionsPlaceholder) || w.bare("--") {
+			continue
+		}
+		if len(w.text) > 1 && w.text[0] == '-' {
+			if !strings.Contains(w.text, "=") && t.takesValue(w.text, true) {
+				i++
+			}
+			continue
+		}
+		rest := words[i+1:]
+		if len(rest) == 0 || (len(rest) == 1 && (rest[0].bare("...") || rest[0].bare("$"))) {
+			return words, nil
+		}
+		return words[:i+1], rest
+	}
+	return words, nil
+}
+
+// remoteRule is the remote command part of an ssh rule.
+type remoteRule struct {
+	prog glob
+	m    matcher
+}
+
+// compileMeaning compiles a rule naming a meaning: one matcher per program
+// the meaning applies to.
+func compileMeaning(r *Rule, i int32, words []word, ts toolSet) ([]progRef, []matcher, error) {
+	name := words[0].text[1:]
+	mn := meanings[name]
+	if mn == nil {
+		names := make([]string, 0, len(meanings))
+		for _, m := range Meanings() {
+			names = append(names, "@"+m[0])
+		}
+		return nil, nil, fmt.Errorf("unknown meaning %q (want one of %s)", words[0].text, strings.Join(names, ", "))
+	}
+	if len(words) > 1 {
+		return nil, nil, fmt.Errorf("a meaning (%s) stands alone: it takes no further words", words[0].text)
+	}
+	var refs []progRef
+	var ms []matcher
+	for j, prog := range mn.progs {
+		m := matcher{rule: i, rank: rankOf(r), tool: ts.get(prog), meaning: mn, mprog: prog}
+		ms = append(ms, m)
+		refs = append(refs, progRef{g: glob{lit: prog}, matcher: j})
+	}
+	return refs, ms, nil
+}
+
+func compileProgram(w word, ts toolSet) (progRef, *tool, error) {
 	switch {
 	case w.text == "":
 		return progRef{}, nil, errors.New("empty program name")
@@ -181,13 +308,13 @@ func compileProgram(w word) (progRef, *tool, error) {
 		}
 		t := heuristicTool
 		if i := strings.LastIndexByte(w.text, '/'); g.isLit() || noMeta(w, i+1) {
-			t = toolFor(w.text[i+1:])
+			t = ts.get(w.text[i+1:])
 		}
 		return progRef{g: g, path: true}, t, nil
 	}
 	t := heuristicTool
 	if g.isLit() {
-		t = toolFor(g.lit)
+		t = ts.get(g.lit)
 	}
 	return progRef{g: g}, t, nil
 }
@@ -201,6 +328,10 @@ func noMeta(w word, from int) bool {
 	}
 	return true
 }
+
+// optionsPlaceholder, written in a rule, accepts any options: "allow: ls
+// [options] src" allows "ls -la src" but not "ls src other".
+const optionsPlaceholder = "[options]"
 
 type wordClass uint8
 
@@ -241,7 +372,7 @@ func isKeyWord(s string) bool {
 
 // compileArgs compiles the words after the program for option table t.
 func compileArgs(words []word, t *tool) (matcher, error) {
-	m := matcher{tool: t}
+	m := matcher{tool: t, widen: -1}
 	endOpts := false
 	gap := false
 	for i := 0; i < len(words); i++ {
@@ -252,6 +383,26 @@ func compileArgs(words []word, t *tool) (matcher, error) {
 		}
 		if w.bare("...") {
 			gap = true
+			if m.widen < 0 {
+				m.widen = len(m.pos)
+			}
+			if i == len(words)-1 || (i == len(words)-2 && words[i+1].bare("$")) {
+				m.rest = true
+			}
+			continue
+		}
+		if w.bare("$") {
+			if i != len(words)-1 {
+				return m, errors.New(`"$" ends a rule: it must be the last word (quote it to match a literal $)`)
+			}
+			if m.rest {
+				return m, errors.New(`"... $" contradicts itself: "..." allows further words, "$" forbids them`)
+			}
+			m.end = true
+			continue
+		}
+		if !endOpts && w.bare(optionsPlaceholder) {
+			m.anyOpts = true
 			continue
 		}
 		alts, err := expand(w)
@@ -299,12 +450,15 @@ func compileArgs(words []word, t *tool) (matcher, error) {
 			gap = false
 			for _, a := range alts {
 				g := compileGlob(a, 0, len(a.text))
-				if len(m.pos) == 0 && t.sub && g.isLit() {
+				if len(m.pos) == 0 && t.sub && g.isLit() && !t.host {
 					g.lit = t.canonical(g.lit)
 				}
 				pp.alts = append(pp.alts, g)
 			}
 			m.pos = append(m.pos, pp)
+			if t.stopAfter > 0 && len(m.pos) >= t.stopAfter {
+				endOpts = true
+			}
 		}
 	}
 	return m, nil

@@ -113,10 +113,33 @@ func (d *decider) exec(e *Exec, depth int) {
 				return
 			}
 			d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
+			// "python -m runpy MOD" runs MOD as __main__ (runpy's own
+			// main), so it is decided as MOD too, nesting counted.
+			for mod == "runpy" && len(argv) > 1 {
+				depth++
+				if d.tooDeep(depth) {
+					return
+				}
+				argv = argv[1:]
+				mod = argv[0]
+				if k := strings.IndexByte(mod, '.'); k >= 0 {
+					mod = mod[:k]
+				}
+				d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
+			}
 		}
 	}
-	if identity && d.best < rankOverride {
+	if identity && d.best < rankFinal {
 		d.identify(base, e.Argv, nil)
+	}
+	if identity && d.p.byName["ssh"] != nil && !sshCarriers[base] {
+		// A renamed copy of scp, sftp or rsync still connects where its
+		// arguments say.
+		for _, c := range sshCarrierList {
+			if d.same(c) {
+				d.remoteHosts(c, e.Argv)
+			}
+		}
 	}
 }
 
@@ -162,7 +185,7 @@ func (d *decider) multiCall(e *Exec, mc *multiCallProg, proven bool, base, prog 
 	}
 	d.named(base, prog, e.Argv)
 	d.calledAs(e, base, prog, true)
-	if identity && d.best < rankOverride {
+	if identity && d.best < rankFinal {
 		if proven {
 			d.identify(base, e.Argv, mc)
 		} else {
@@ -207,6 +230,9 @@ func (d *decider) calledAs(e *Exec, base, prog string, multi bool) {
 func (d *decider) named(base, prog string, argv []string) {
 	d.byBase(base, argv)
 	d.byPath(prog, argv)
+	if sshCarriers[base] {
+		d.remoteHosts(base, argv)
+	}
 }
 
 // byBase runs the rules naming base, literally or by a glob.
@@ -222,6 +248,9 @@ func (d *decider) byBase(base string, argv []string) {
 			d.runArgs(pr.bySub[a.sub], &a)
 		}
 		d.runArgs(pr.other, &a)
+		if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
+			d.gitAutocorrect(pr, &a)
+		}
 	}
 	for i := range d.p.globs {
 		if d.p.globs[i].g.match(base) {
@@ -346,6 +375,9 @@ func (d *decider) runArgs(ms []int32, a *args) {
 func toolArgs(t *tool, argv []string) []string {
 	if t.gitLike {
 		return gitArgs(argv)
+	}
+	if t.host {
+		return sshArgs(t, argv)
 	}
 	if len(argv) == 0 {
 		return nil

@@ -24,7 +24,9 @@ func TestDecisionOrder(t *testing.T) {
 		{"default allow", Allow, []string{"deny git push"}, "git status", Allow, ""},
 		{"default deny", Deny, []string{"allow git status"}, "git push", Deny, ""},
 		{"default ask", Ask, []string{"allow ls"}, "cat x", Ask, ""},
-		{"allow in allowlist", Deny, []string{"allow git status"}, "git status -s", Allow, "git status"},
+		{"allow in allowlist", Deny, []string{"allow git status -s"}, "git status -s", Allow, "git status -s"},
+		{"allow is strict", Deny, []string{"allow git status"}, "git status -s", Deny, ""},
+		{"bare allow takes any arguments", Deny, []string{"allow git"}, "git status -s", Allow, "git"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

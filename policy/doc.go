@@ -40,9 +40,29 @@
 // abbreviated long options (--forc for --force, for programs that accept
 // abbreviations), short options inside clusters (-f in -fu; -rf means both
 // -r and -f), abbreviated subcommands (npm publ) and extra positional words
-// between theirs; allow rules are prefixes: "allow: git push origin x"
-// matches "git push origin x" followed by anything, but not
-// "git push -o opt origin x".
+// between theirs. An allow rule that names arguments is strict: every
+// option and positional word of the exec must be one it names, so
+// "allow: git push origin x" matches neither "git push --force origin x"
+// nor "git push origin x y". "..." accepts any words at its place and any
+// options after the positional words before it; the word [options]
+// accepts any options; a bare program allow rule accepts any arguments.
+// A trailing "$" makes any rule exact (no words beyond those it names).
+//
+// # Meanings
+//
+// A rule whose only word is @NAME names a meaning instead of a spelling:
+// @git-force-push, @block-device-write, @privileged-container, @power-off
+// (see Meanings). Each is a predicate written with the programs' real
+// semantics, over the programs it lists.
+//
+// # Option tables, ssh
+//
+// Config.Tools (policy key programs) gives option tables for programs
+// without a built-in one. ssh has its own: the first positional word is the
+// destination, matched by host; the words after it are the remote command,
+// matched as a rule for the program they name. scp, sftp and rsync are
+// decided by the ssh rules of the hosts they connect to. An unknown git
+// subcommand is decided as what git's autocorrect could run.
 //
 // # Decisions
 //

@@ -20,6 +20,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("cordon.yaml", "rules: [{deny: \"a '\"}]")
 	f.Add("cordon.yaml", "- a\n---\nb: c\n")
 	f.Add("cordon.yaml", "version: 1\ndefault: ask\ndefaults: false\n")
+	f.Add("cordon.yaml", "programs:\n  rg:\n    value_options: [-g]\n    global_options: [--x]\n    subcommands: true\nrules:\n  - allow: rg -g '*.go' x $\n")
+	f.Add("fence.json", fenceSSHConfig)
+	f.Add("cordon.yaml", "rules:\n  - deny: '@git-force-push'\n  - allow: ssh [options] dev-* $\n  - allow: ssh h ls ...\n")
 	f.Fuzz(func(t *testing.T, name, data string) {
 		f1, err1 := Parse(name, []byte(data))
 		f2, err2 := Parse(name, []byte(data))
@@ -55,6 +58,12 @@ func FuzzDecide(f *testing.F) {
 	f.Add("deny git push", "git\x00-c\x00alias.p=-C . push\x00p", "/usr/bin/git", true)
 	f.Add("deny /opt/*/bin/x -v=1", "x -v 1", "/opt/a/bin/x", true)
 	f.Add("deny kubectl -n prod delete", "kubectl delete -nprod pod", "/usr/bin/kubectl", true)
+	f.Add("deny @git-force-push\nallow git push origin docs", "git -c remote.o.push=+x pusj origin docs", "/usr/bin/git", false)
+	f.Add("deny @block-device-write\ndeny @power-off\ndeny @privileged-container", "dd of=/proc/self/root/dev//sda", "/bin/dd", true)
+	f.Add("deny ssh prod-* rm -rf ...\nallow ssh [options] dev-* $\nallow ssh dev-1 ls ...", "ssh\x00-J\x00prod-x\x00dev-1\x00cd / && rm -rf x", "/usr/bin/ssh", false)
+	f.Add("deny ssh prod-*", "scp -J a,b x u@[::1]:y prod-z:/w", "/usr/bin/scp", true)
+	f.Add("allow printenv PATH $\nallow ls [options] src\nallow tool a ... b", "ls -la src", "/bin/ls", false)
+	f.Add("deny pip install", "python3 -m runpy runpy pip install x", "/usr/bin/python3", false)
 	f.Fuzz(func(t *testing.T, rules, argvText, resolved string, known bool) {
 		var cfg Config
 		for i, line := range strings.Split(rules, "\n") {
@@ -63,7 +72,7 @@ func FuzzDecide(f *testing.F) {
 			if !ok || err != nil {
 				continue
 			}
-			cfg.Rules = append(cfg.Rules, Rule{Decision: dec, Pattern: pat, Override: i%7 == 6})
+			cfg.Rules = append(cfg.Rules, Rule{Decision: dec, Pattern: pat, Override: i%7 == 6, Final: i%11 == 10})
 		}
 		cfg.Builtins = len(rules)%2 == 0
 		p, err := Compile(cfg)
@@ -81,6 +90,11 @@ func FuzzDecide(f *testing.F) {
 		r1 := p.Decide(e)
 		r2 := p.Decide(e)
 		assert.Equal(t, r1, r2)
+		if r1.Decision == Allow && r1.Rule != nil && !hasOverride(cfg.Rules) {
+			// Allow rules only got stricter than in the first edition:
+			// what the second allows, the first allowed too.
+			assert.Equal(t, Allow, p.FirstEdition().Decide(e).Decision)
+		}
 		assert.LessOrEqual(t, r1.Decision, Deny)
 		if r1.Rule != nil {
 			assert.Equal(t, r1.Decision, r1.Rule.Decision)

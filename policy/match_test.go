@@ -102,7 +102,8 @@ func TestHeuristic(t *testing.T) {
 		{"deny not anchored", []string{"deny make deploy"}, "make build deploy", Deny},
 		{"deny positional absent", []string{"deny make deploy"}, "make build", Allow},
 		{"allow anchored", []string{"allow make test"}, "make -C dir test", Deny},
-		{"allow prefix", []string{"allow make test"}, "make test -j4 extra", Allow},
+		{"allow is not a prefix", []string{"allow make test"}, "make test -j4 extra", Deny},
+		{"allow ... widens", []string{"allow make test ..."}, "make test -j4 extra", Allow},
 		{"allow order", []string{"allow make test"}, "make build test", Deny},
 	})
 }
@@ -110,7 +111,8 @@ func TestHeuristic(t *testing.T) {
 func TestPositional(t *testing.T) {
 	runMatchCases(t, []matchCase{
 		{"allow exact", []string{"allow git push origin feature/*"}, "git push origin feature/x", Allow},
-		{"allow prefix extra words", []string{"allow git push origin feature/*"}, "git push origin feature/x main", Allow},
+		{"allow extra words", []string{"allow git push origin feature/*"}, "git push origin feature/x main", Deny},
+		{"allow trailing ...", []string{"allow git push origin feature/* ..."}, "git push origin feature/x main", Allow},
 		{"allow other branch", []string{"allow git push origin feature/*"}, "git push origin main", Deny},
 		{"allow no gap", []string{"allow git push origin feature/*"}, "git push -o ci origin feature/x", Deny},
 		{"allow too short", []string{"allow git push origin feature/*"}, "git push origin", Deny},
@@ -142,7 +144,11 @@ func TestOptions(t *testing.T) {
 		{"abbreviated too long", []string{"deny git push --force"}, "git push --forced", Allow},
 		{"no abbreviation for cobra", []string{"deny docker run --privileged"}, "docker run --priv img", Allow},
 		{"allow no abbreviation", []string{"allow git push --dry-run"}, "git push --dry", Deny},
-		{"allow exact option", []string{"allow git push --dry-run"}, "git push origin --dry-run", Allow},
+		{"allow exact option", []string{"allow git push origin --dry-run"}, "git push origin --dry-run", Allow},
+		{"allow option anywhere", []string{"allow git push origin --dry-run"}, "git push --dry-run origin", Allow},
+		{"allow unnamed option", []string{"allow git push origin"}, "git push --force origin", Deny},
+		{"allow options placeholder", []string{"allow git push [options] origin"}, "git push -v --dry-run origin", Allow},
+		{"allow options placeholder not words", []string{"allow git push [options] origin"}, "git push -v origin main", Deny},
 		{"short in cluster", []string{"deny git push -f"}, "git push -fu origin", Deny},
 		{"short alone", []string{"deny git push -f"}, "git push -u origin", Allow},
 		{"allow short exact", []string{"allow git push -f"}, "git push -fu", Deny},
@@ -227,11 +233,12 @@ func TestSubcommandAliases(t *testing.T) {
 		{"npm typo alias", []string{"deny npm install"}, "npm isntall lodash", Deny},
 		{"npm rule alias", []string{"deny npm i"}, "npm install lodash", Deny},
 		{"npm abbreviation", []string{"ask npm publish"}, "npm publ", Ask},
-		{"npm allow alias", []string{"allow npm install"}, "npm i lodash", Allow},
+		{"npm allow alias", []string{"allow npm install lodash"}, "npm i lodash", Allow},
 		{"npm allow no abbreviation", []string{"allow npm publish"}, "npm publ", Deny},
 		{"npm run-script", []string{"deny npm run deploy"}, "npm run-script deploy", Deny},
 		{"cargo alias", []string{"deny cargo build"}, "cargo b --release", Deny},
 		{"pnpm alias", []string{"deny pnpm remove"}, "pnpm rm x", Deny},
-		{"no abbreviation for git", []string{"deny git push"}, "git pus", Allow},
+		{"git autocorrects a prefix of a common command", []string{"deny git push"}, "git pus", Deny},
+		{"git autocorrect off", []string{"deny git push"}, "git -c help.autocorrect=never pus", Allow},
 	})
 }

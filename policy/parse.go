@@ -21,6 +21,9 @@ const (
 	// FormatFence is a fence config (JSON or JSONC) of which the command
 	// section is used.
 	FormatFence Format = "fence"
+	// FormatCodex is a codex execpolicy rules file (Starlark), read by
+	// package policy/codex.
+	FormatCodex Format = "codex"
 )
 
 // File is a parsed policy file.
@@ -67,6 +70,12 @@ func (e *ParseError) Error() string {
 //	env:
 //	  deny: ["*_TOKEN", "AWS_*"]   # variable names removed from the workload's environment
 //	  pass: [ANTHROPIC_API_KEY]    # names kept even when a deny pattern or a default matches
+//	programs:             # option tables (see Config.Tools)
+//	  rg:
+//	    value_options: [-g, --glob]
+//
+// A fence config's command and ssh sections are read (see fenceSSH); a
+// codex .rules file is read by package policy/codex, not here.
 func Parse(name string, data []byte) (f *File, err error) {
 	defer func() {
 		// The YAML library is third-party code fed untrusted input; a
@@ -271,7 +280,7 @@ func (p *parser) words(n *yaml.Node, what string) ([]string, bool, error) {
 	return nil, false, p.errf(n, "%s: want a string or a list of strings", what)
 }
 
-var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "env", "rules", "examples"}
+var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "env", "rules", "examples", "programs"}
 
 // fenceKeys are the top-level keys of a fence config.
 var fenceKeys = map[string]bool{
@@ -338,6 +347,10 @@ func (p *parser) cordon(keys []entry) error {
 			}
 		case "examples":
 			if err := p.examples(e.val); err != nil {
+				return err
+			}
+		case "programs":
+			if err := p.programs(e.val); err != nil {
 				return err
 			}
 		case "command":
@@ -447,7 +460,7 @@ func (p *parser) rules(n *yaml.Node) error {
 		if have == "" {
 			return p.errf(item, "%s: no decision (want one of deny, allow, ask)", what)
 		}
-		if _, _, err := compileRule(&r, 0); err != nil {
+		if _, _, err := compileRule(&r, 0, nil); err != nil {
 			return p.errf(item, "%s: %s %q: %v", what, r.Decision, r.Pattern, err)
 		}
 		p.file.Config.Rules = append(p.file.Config.Rules, r)
@@ -522,18 +535,29 @@ func (p *parser) examples(n *yaml.Node) error {
 // override its deny entries, so they become Override rules. Other sections
 // are reported as warnings: cordon does not enforce them.
 func (p *parser) fence(keys []entry) error {
+	var ssh *yaml.Node
 	for _, e := range keys {
 		switch e.key {
 		case "command":
 			if err := p.fenceCommand(e.val); err != nil {
 				return err
 			}
+		case "ssh":
+			ssh = e.val
 		case "$schema":
 		case "extends":
 			p.warnf(e.kline, "fence key %q is not followed: only this file's command rules apply", e.key)
 		default:
-			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command rules", e.key)
+			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command and ssh rules", e.key)
 		}
+	}
+	if cfg := &p.file.Config; cfg.Builtins {
+		// useDefaults (on unless turned off) means fence's own default
+		// list, as well as cordon's.
+		cfg.Rules = append(fenceDefaults(), cfg.Rules...)
+	}
+	if ssh != nil {
+		return p.fenceSSH(ssh, keys)
 	}
 	return nil
 }
@@ -568,7 +592,7 @@ func (p *parser) fenceCommand(n *yaml.Node) error {
 				if e.key == "allow" {
 					r.Decision, r.Override = Allow, true
 				}
-				if _, _, err := compileRule(&r, 0); err != nil {
+				if _, _, err := compileRule(&r, 0, nil); err != nil {
 					return p.errf(c, "command.%s: %q: %v", e.key, s, err)
 				}
 				if r.Override {

@@ -64,6 +64,10 @@ type Rule struct {
 	// (fence's command.allow "overrides a matching deny rule"); cordon's own
 	// format always uses strictest-wins.
 	Override bool
+	// Final marks a deny rule that wins over Override rules too. Only
+	// fence's ssh section produces such rules: fence checks its denied
+	// hosts and commands before its allowed ones.
+	Final bool
 }
 
 // String renders the rule as it appears in a denial line: deny "git push".
@@ -99,6 +103,25 @@ type Config struct {
 	// Env is the environment scrub (policy key env). With Builtins, the
 	// built-in credential names (BuiltinEnv) are denied too.
 	Env EnvConfig
+	// Tools gives option tables for programs, by program name (policy key
+	// programs): how rules for them tell options, values and positional
+	// words apart. A table for a program cordon knows (git, ssh, ...)
+	// adds to the built-in one.
+	Tools map[string]ToolOptions
+}
+
+// ToolOptions is a program's option table as a policy gives it.
+type ToolOptions struct {
+	// Values lists options that take the next argument as their value,
+	// wherever they appear: -g, --glob (rg -g '*.go').
+	Values []string `json:"value_options,omitempty" yaml:"value_options,omitempty"`
+	// Global lists options that take a value and come before the
+	// subcommand (git -C DIR); they are skipped when finding the
+	// subcommand. Giving any makes the program one with subcommands.
+	Global []string `json:"global_options,omitempty" yaml:"global_options,omitempty"`
+	// Subcommands says the first positional word is a subcommand, which a
+	// rule's first word must match exactly there.
+	Subcommands bool `json:"subcommands,omitempty" yaml:"subcommands,omitempty"`
 }
 
 // WritableRule is the rule a Decide result names when Config.DenyWritable
@@ -177,6 +200,10 @@ var ErrEmptyRule = errors.New("empty rule")
 type ExampleError struct {
 	Example Example
 	Got     Result
+	// FirstEdition, when set, is the rule that decided the example as
+	// wanted under the first edition's prefix meaning of allow rules: the
+	// example failed because allow rules now match strictly.
+	FirstEdition *Rule
 }
 
 func (e *ExampleError) Error() string {
@@ -184,8 +211,23 @@ func (e *ExampleError) Error() string {
 	if src == "" {
 		src = "example"
 	}
-	return fmt.Sprintf("%s: example %s: got %s (%s), want %s",
+	msg := fmt.Sprintf("%s: example %s: got %s (%s), want %s",
 		src, quoteArgv(e.Example.Argv), e.Got.Decision, e.Got.RuleText(), e.Example.Decision)
+	if h := e.Hint(); h != "" {
+		msg += " (" + h + ")"
+	}
+	return msg
+}
+
+// Hint explains an example that failed because allow rules now match
+// strictly, or returns "".
+func (e *ExampleError) Hint() string {
+	r := e.FirstEdition
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("allow rules now match strictly: %s (%s) no longer accepts options or words it does not name; "+
+		"write %q to accept any after its words, or name the options (or [options]) it should take", r.String(), sourceOf(r), r.Pattern+" ...")
 }
 
 func quoteArgv(argv []string) string {
@@ -216,6 +258,9 @@ type Policy struct {
 	ident []identEntry
 	// files, when set by WithFiles, gives access to file identity.
 	files Files
+	// toolDefs are the policy's own option tables, tools them compiled.
+	toolDefs map[string]ToolOptions
+	tools    toolSet
 }
 
 // progRules are the matchers of one program name, indexed a second time by
@@ -262,11 +307,67 @@ type identEntry struct {
 // then cfg.Rules in order. It then decides every example and fails if one
 // does not hold, returning an *ExampleError per failing example.
 func Compile(cfg Config) (*Policy, error) {
-	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, byName: map[string]*progRules{}}
+	p, err := compile(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	var first *Policy
+	for _, ex := range cfg.Examples {
+		if len(ex.Argv) == 0 {
+			errs = append(errs, fmt.Errorf("%s: example has no argv", ex.Source))
+			continue
+		}
+		got := p.Decide(&Exec{Argv: ex.Argv, Path: ex.Argv[0], Resolved: ex.Argv[0]})
+		if got.Decision != ex.Decision {
+			ee := &ExampleError{Example: ex, Got: got}
+			if first == nil {
+				first = p.FirstEdition()
+			}
+			ee.FirstEdition = first.Explain(ex)
+			errs = append(errs, ee)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// FirstEdition returns p compiled with the first edition's meaning of allow
+// rules, under which an allow rule was a prefix: options and trailing words
+// it did not name still matched. It exists to explain examples whose
+// outcome changed (see ExampleError.FirstEdition); it is never used to
+// decide.
+func (p *Policy) FirstEdition() *Policy {
+	q, err := compile(Config{Default: p.def, DenyWritable: p.denyWritable, Rules: p.rules, Tools: p.toolDefs}, true)
+	if err != nil {
+		return p
+	}
+	q.files = p.files
+	return q
+}
+
+// Explain returns the rule that decides ex as ex wants under p, or nil if p
+// decides it otherwise (or by its default).
+func (p *Policy) Explain(ex Example) *Rule {
+	got := p.Decide(&Exec{Argv: ex.Argv, Path: ex.Argv[0], Resolved: ex.Argv[0]})
+	if got.Decision != ex.Decision || got.Rule == nil {
+		return nil
+	}
+	return got.Rule
+}
+
+func compile(cfg Config, firstEdition bool) (*Policy, error) {
+	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, byName: map[string]*progRules{}, toolDefs: cfg.Tools}
 	if cfg.Default > Deny {
 		return nil, fmt.Errorf("invalid default %s", cfg.Default)
 	}
-	var err error
+	ts, err := newToolSet(cfg.Tools)
+	if err != nil {
+		return nil, err
+	}
+	p.tools = ts
 	if p.env, err = compileEnv(cfg.Env, cfg.Builtins); err != nil {
 		return nil, err
 	}
@@ -286,7 +387,7 @@ func Compile(cfg Config) (*Policy, error) {
 		if r.Decision > Deny {
 			return nil, fmt.Errorf("%s: invalid decision %s", sourceOf(r), r.Decision)
 		}
-		progs, ms, err := compileRule(r, int32(i))
+		progs, ms, err := compileRule(r, int32(i), p.tools)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s %q: %w", sourceOf(r), r.Decision, r.Pattern, err)
 		}
@@ -321,26 +422,19 @@ func Compile(cfg Config) (*Policy, error) {
 	for _, nr := range names {
 		pr := p.byName[nr.name]
 		if pr == nil {
-			pr = &progRules{tool: toolFor(nr.name)}
+			pr = &progRules{tool: p.tools.get(nr.name)}
 			p.byName[nr.name] = pr
 		}
 		pr.add(nr.m, p.matchers)
 	}
+	if firstEdition {
+		for i := range p.matchers {
+			if m := &p.matchers[i]; !m.liberal && !m.end {
+				m.strict = false
+			}
+		}
+	}
 	p.buildIdent()
-	var errs []error
-	for _, ex := range cfg.Examples {
-		if len(ex.Argv) == 0 {
-			errs = append(errs, fmt.Errorf("%s: example has no argv", ex.Source))
-			continue
-		}
-		got := p.Decide(&Exec{Argv: ex.Argv, Path: ex.Argv[0], Resolved: ex.Argv[0]})
-		if got.Decision != ex.Decision {
-			errs = append(errs, &ExampleError{Example: ex, Got: got})
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	return p, nil
 }
 
@@ -432,6 +526,11 @@ func (p *Policy) Programs() []string {
 	}
 	for _, m := range multiCall {
 		add(m.name)
+	}
+	if p.byName["ssh"] != nil {
+		for _, c := range sshCarrierList {
+			add(c)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // tool describes how one program parses its command line, as far as rule
 // matching needs to know. Programs without an entry use heuristicTool.
@@ -33,6 +36,15 @@ type tool struct {
 	// gitLike enables git's argv[0] dispatch (git-push) and expansion of
 	// aliases defined on the command line with -c alias.NAME=VALUE.
 	gitLike bool
+	// stopAfter, when not 0, ends option parsing once that many
+	// positional words were seen: ssh's destination and the first word of
+	// the remote command, after which every word is the remote command's.
+	stopAfter int
+	// host means the first positional word is a destination host
+	// ([user@]host, ssh://[user@]host[:port]): rules match it by the host
+	// alone or as written, and deny rules also by the jump hosts and
+	// HostName options that make the connection go elsewhere.
+	host bool
 }
 
 type set map[string]bool
@@ -56,6 +68,9 @@ func (t *tool) takesValue(o string, beforeSub bool) bool {
 
 // canonical returns the canonical name of subcommand s.
 func (t *tool) canonical(s string) string {
+	if t.host {
+		return hostOf(s)
+	}
 	if c, ok := t.aliases[s]; ok {
 		return c
 	}
@@ -185,21 +200,60 @@ var (
 	}
 )
 
+// ssh and the programs that connect through it (ssh(1), scp(1), sftp(1),
+// rsync(1)), and systemd's control programs (systemctl(1), loginctl(1)).
+var (
+	sshTool = &tool{
+		anywhere: setOf(`-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -P -p -Q -R -S -W -w`),
+		cluster:  true, sub: true, host: true, stopAfter: 2,
+	}
+	scpTool   = &tool{anywhere: setOf(`-c -D -F -i -J -l -o -P -S -X`), cluster: true}
+	sftpTool  = &tool{anywhere: setOf(`-B -b -c -D -F -i -J -l -o -P -R -S -s -X`), cluster: true}
+	rsyncTool = &tool{
+		anywhere: setOf(`-e --rsh --rsync-path -f --filter --exclude --include
+			--exclude-from --include-from --files-from -T --temp-dir --backup-dir
+			--suffix --chmod --chown --log-file --password-file -M --remote-option
+			--compare-dest --copy-dest --link-dest --partial-dir --port --sockopts
+			--out-format --log-file-format --bwlimit --max-size --min-size
+			--timeout --contimeout --address --iconv --usermap --groupmap`),
+		abbrev: true, cluster: true,
+	}
+	systemctlTool = &tool{
+		anywhere: setOf(`-t --type -p --property -P --state --job-mode -s --signal
+			--kill-whom --kill-value --root --image --image-policy -n --lines -o
+			--output -H --host -M --machine --what --when --boot-loader-menu
+			--boot-loader-entry --reboot-argument --preset-mode --timestamp
+			--message --drop-in`),
+		abbrev: true, cluster: true,
+	}
+	loginctlTool = &tool{
+		anywhere: setOf(`-p --property -s --signal -n --lines -o --output -H --host
+			-M --machine --kill-whom --kill-whom`),
+		abbrev: true, cluster: true,
+	}
+)
+
 // tools maps a program name to its table. pip's versioned names are handled
 // by toolFor.
 var tools = map[string]*tool{
-	"git":     gitTool,
-	"docker":  dockerTool,
-	"podman":  podmanTool,
-	"kubectl": kubectlTool,
-	"gh":      ghTool,
-	"npm":     npmTool,
-	"pnpm":    pnpmTool,
-	"yarn":    yarnTool,
-	"cargo":   cargoTool,
-	"go":      goTool,
-	"pip":     pipTool,
-	"pip3":    pipTool,
+	"git":       gitTool,
+	"docker":    dockerTool,
+	"podman":    podmanTool,
+	"kubectl":   kubectlTool,
+	"gh":        ghTool,
+	"npm":       npmTool,
+	"pnpm":      pnpmTool,
+	"yarn":      yarnTool,
+	"cargo":     cargoTool,
+	"go":        goTool,
+	"pip":       pipTool,
+	"pip3":      pipTool,
+	"ssh":       sshTool,
+	"scp":       scpTool,
+	"sftp":      sftpTool,
+	"rsync":     rsyncTool,
+	"systemctl": systemctlTool,
+	"loginctl":  loginctlTool,
 }
 
 // toolFor returns the table for program name (a base name), or the
@@ -234,4 +288,116 @@ func isVersioned(name, prefix string) bool {
 var programAliases = map[string][]string{
 	"pip":  {"pip3"},
 	"pip3": {"pip"},
+}
+
+// toolSet holds the option tables a policy gives, by program name; nil
+// means the built-in ones only.
+type toolSet map[string]*tool
+
+// get returns the table for program name: the policy's, else the built-in
+// one, else the heuristic.
+func (ts toolSet) get(name string) *tool {
+	if t := ts[name]; t != nil {
+		return t
+	}
+	return toolFor(name)
+}
+
+// newToolSet compiles a policy's option tables. A table for a program with
+// a built-in one extends it: the policy can add options, never remove the
+// ones cordon knows.
+func newToolSet(defs map[string]ToolOptions) (toolSet, error) {
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	ts := toolSet{}
+	for name, d := range defs {
+		if err := checkToolOptions(name, d); err != nil {
+			return nil, err
+		}
+		base := toolFor(name)
+		t := *base
+		t.before = union(base.before, d.Global)
+		t.anywhere = union(base.anywhere, d.Values)
+		t.sub = base.sub || d.Subcommands || len(d.Global) > 0
+		ts[name] = &t
+	}
+	return ts, nil
+}
+
+// checkToolOptions checks one program's option table.
+func checkToolOptions(name string, d ToolOptions) error {
+	if name == "" || strings.ContainsAny(name, "/*?{}, \t") {
+		return fmt.Errorf("programs: %q: want a program's name (no path, no glob)", name)
+	}
+	for _, l := range [][]string{d.Values, d.Global} {
+		for _, o := range l {
+			if len(o) < 2 || o[0] != '-' || o == "--" || strings.ContainsAny(o, "= \t") {
+				return fmt.Errorf("programs: %s: %q is not an option name (want -x or --name, without =)", name, o)
+			}
+		}
+	}
+	return nil
+}
+
+func union(s set, add []string) set {
+	out := set{}
+	for k := range s {
+		out[k] = true
+	}
+	for _, o := range add {
+		out[o] = true
+	}
+	return out
+}
+
+// hostOf returns the host a destination word names: [user@]host,
+// ssh://[user@]host[:port][/path], [user@][ipv6]. It does not allocate.
+func hostOf(s string) string {
+	scheme := false
+	if i := strings.Index(s, "://"); i > 0 {
+		s, scheme = s[i+3:], true
+		if j := strings.IndexByte(s, '/'); j >= 0 {
+			s = s[:j]
+		}
+	}
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if strings.HasPrefix(s, "[") {
+		if j := strings.IndexByte(s, ']'); j > 0 {
+			return s[1:j]
+		}
+	}
+	if scheme {
+		if j := strings.IndexByte(s, ':'); j >= 0 {
+			s = s[:j]
+		}
+	}
+	return s
+}
+
+// shortOpts holds "-c" for every byte c, so that the letters of a cluster
+// can be looked up in a table without allocating.
+var shortOpts = func() (t [256]string) {
+	for c := range t {
+		t[c] = "-" + string(rune(c))
+	}
+	return t
+}()
+
+// clusterTakesValue reports whether the single-dash cluster s ("-vp")
+// ends in a letter that takes the next argument as its value, as getopt
+// reads it (-vvp 22). A letter before the last that takes a value takes the
+// rest of the word instead, so nothing follows.
+func (t *tool) clusterTakesValue(s string, beforeSub bool) bool {
+	if !t.cluster || len(s) < 3 || s[0] != '-' || s[1] == '-' {
+		return false
+	}
+	for j := 1; j < len(s); j++ {
+		if t.takesValue(shortOpts[s[j]], beforeSub) {
+			return j == len(s)-1
+		}
+	}
+	return false
 }

@@ -79,7 +79,10 @@ func policyDocument(cfg policy.Config) (string, error) {
 		DenyWritable bool   `yaml:"deny_writable_exec"`
 		Env          *env   `yaml:"env,omitempty"`
 		Rules        []rule `yaml:"rules"`
-	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}}
+		// Programs carries the policy's option tables: without them the
+		// daemon would read the same rules with other meanings.
+		Programs map[string]policy.ToolOptions `yaml:"programs,omitempty"`
+	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}, Programs: cfg.Tools}
 	if len(cfg.Env.Deny)+len(cfg.Env.Pass) > 0 {
 		// The built-in names are not written out: defaults carries them,
 		// and the daemon adds them as it compiles.
@@ -92,7 +95,7 @@ func policyDocument(cfg policy.Config) (string, error) {
 		}
 	}
 	for _, r := range cfg.Rules {
-		if r.Override {
+		if r.Override || r.Final {
 			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)
 		}
 		out := rule{Message: r.Message}

@@ -38,8 +38,17 @@ check decides by name only, exactly like the policy file's examples: ARGV[0]
 names the program as written (a path is matched by path rules, a bare name is
 not looked up on PATH), nothing runs, there is no sandbox and no file
 identity. So a renamed copy or a symlink of git is "git" to a real run but
-not to check.`,
+not to check.
+
+When ARGV is a shell given a script with -c (sh, bash, dash, zsh, ksh), check
+also parses the script and prints the decision of each command in it whose
+words are known before it runs; a command built from variables, command
+substitutions or globs is listed as decided at exec time, and a shell builtin
+as running without an exec. The exit code is then the strictest decision of
+all. In a real run each of these commands is decided again, by itself, when
+it is exec'd.`,
 		Example: `  cordon policy check -- git -C . push origin main
+  cordon policy check -- bash -c "make test && git push"
   cordon policy check --policy cordon.yaml -- npm publish
   cordon policy check --deny "rm -r" -- rm -rf build || echo "would be refused"`,
 		Args:          cobra.MinimumNArgs(1),
@@ -66,6 +75,12 @@ func (o *policyCheckOptions) run(cmd *cobra.Command, argv []string) error {
 		fmt.Fprintf(out, "  from %s\n", res.Rule.Source)
 	} else {
 		fmt.Fprintf(out, "  from %s\n", eff.defaultFrom)
+	}
+	// A shell given -c: what it would run, as far as the script says
+	// before it runs. The exit code is the strictest decision of all.
+	switch inner := printInner(out, eff.pol, argv, 0); {
+	case inner > res.Decision:
+		res.Decision = inner
 	}
 	switch res.Decision {
 	case policy.Deny:

@@ -33,7 +33,12 @@ and 125 when the file does not load.
 
 Examples are decided against the file alone (no --deny/--allow flags) and by
 name only, as "cordon policy check" decides: argv[0] names the program as
-written.`,
+written.
+
+Allow rules match strictly since the policy's second edition (the first
+edition's were prefixes). When an example fails only because of that, test
+says so, names the allow rule that used to decide it, and shows the "..."
+that widens the rule again.`,
 		Example: `  # The examples of the policy that applies in this directory
   cordon policy test
 
@@ -68,6 +73,7 @@ func (o *policyTestOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	failed := 0
+	var first *policy.Policy // compiled on the first failure
 	for _, ex := range examples {
 		argv := supervisor.FormatArgv(ex.Argv)
 		got := pol.Decide(nameOnlyExec(ex.Argv))
@@ -77,6 +83,15 @@ func (o *policyTestOptions) run(cmd *cobra.Command) error {
 		}
 		failed++
 		fmt.Fprintf(out, "FAIL  %s: %s  (%s)\n      got %s (rule: %s)\n", ex.Decision, argv, ex.Source, got.Decision, got.RuleText())
+		// Say so when the example held under the first edition's
+		// meaning of allow rules (prefixes): its meaning changed, the
+		// policy did not.
+		if first == nil {
+			first = pol.FirstEdition()
+		}
+		if h := (&policy.ExampleError{Example: ex, Got: got, FirstEdition: first.Explain(ex)}).Hint(); h != "" {
+			fmt.Fprintf(out, "      %s\n", h)
+		}
 	}
 	if failed > 0 {
 		fmt.Fprintf(out, "%d of %d examples failed in %s\n", failed, len(examples), policyLabel(l))

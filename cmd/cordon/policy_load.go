@@ -25,7 +25,7 @@ type ruleFlags struct {
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
-	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON or a fence config), trusted by being named; default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml, each only once trusted (cordon policy trust)")
+	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON, a fence config or a codex .rules file), trusted by being named; default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml, each only once trusted (cordon policy trust)")
 	fs.StringArrayVar(&o.deny, "deny", nil, "deny execs matching RULE (repeatable), e.g. --deny \"git push\"")
 	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable)")
 	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")

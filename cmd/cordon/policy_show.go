@@ -84,6 +84,8 @@ type shownRule struct {
 	Source   string `json:"source"`
 	// Override marks a fence allow rule, which wins over deny rules.
 	Override bool `json:"override,omitempty"`
+	// Final marks a fence ssh deny, which wins over overrides too.
+	Final bool `json:"final,omitempty"`
 }
 
 func (o *policyShowOptions) run(cmd *cobra.Command) error {
@@ -113,7 +115,7 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	}
 	for _, r := range eff.pol.Rules() {
 		s.Rules = append(s.Rules, shownRule{Decision: r.Decision.String(), Pattern: r.Pattern,
-			Message: r.Message, Source: r.Source, Override: r.Override})
+			Message: r.Message, Source: r.Source, Override: r.Override, Final: r.Final})
 	}
 	out := cmd.OutOrStdout()
 	if o.json {
@@ -145,6 +147,9 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 		dec := r.Decision
 		if r.Override {
 			dec += " (override)"
+		}
+		if r.Final {
+			dec += " (final)"
 		}
 		line := fmt.Sprintf("  %s\t%s\t%s", r.Source, dec, r.Pattern)
 		if r.Message != "" {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/cordon-sandbox/cordon/config"
-	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -84,7 +83,7 @@ func trustFiles(cmd *cobra.Command, files []string) error {
 		if err != nil {
 			return fmt.Errorf("reading policy: %w", err)
 		}
-		if _, err := policy.Parse(p, data); err != nil {
+		if _, err := config.ParsePolicy(p, data); err != nil {
 			return fmt.Errorf("not trusted: %w", err)
 		}
 		sum := config.Sum(data)
