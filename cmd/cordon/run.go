@@ -85,14 +85,24 @@ NAME keeps one the program needs. --debug names what was removed.
 
 In a git linked worktree or a submodule, the repository's objects, refs and
 logs outside the current directory are writable too, so commit, branch,
-stash and rebase work; its hooks and config stay read-only.`,
+stash and rebase work; its hooks and config stay read-only.
+
+--isolation auto (the default) uses bubblewrap where it works. Where it
+cannot (Ubuntu 24.04's AppArmor restriction, a container's seccomp profile,
+no bwrap installed) it runs the landlock tier and says so in one line with
+the fix for this host: no namespaces; a Landlock ruleset keeps writes to the
+current directory, --rw paths and a private $TMPDIR (EACCES elsewhere), but
+cannot make paths inside them read-only or hide anything, and --net none is
+refused. With neither it refuses (exit 125). Naming a tier silences the
+line; "cordon doctor" shows the tier runs get here.`,
 		Example: `  cordon run --deny "git push" -- bash
   cordon run --policy ./agent-policy.yaml --ask tty -- bash
   cordon run --net none --rw ~/.cache -- make test
   cordon run --audit audit.jsonl -- ./agent.sh
   cordon run --timeout 10m -- npm test
   cordon run --env-pass ANTHROPIC_API_KEY --env-deny '*_TOKEN' -- claude
-  cd ../my-worktree && cordon -- git commit -am wip`,
+  cd ../my-worktree && cordon -- git commit -am wip
+  cordon run --isolation landlock --rw ~/.cache -- make test   # where bubblewrap cannot run`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceErrors: true,
 		SilenceUsage:  true,
