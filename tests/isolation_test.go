@@ -52,6 +52,8 @@ t("rename_out_in", lambda: os.rename(ex, "stolen"))
 t("rename_in_out", lambda: os.rename("inside", os.path.join(out, "moved")))
 t("link_out_in", lambda: os.link(ex, "hard"))
 t("write_tmp", lambda: open("/tmp/cordon-landlock-probe-%d" % os.getpid(), "w"))
+t("proc_mem", lambda: open("/proc/%d/mem" % os.getppid(), "r+b"))
+t("signal_host", lambda: os.kill(1, 0))
 print("tmpdir=" + os.environ["TMPDIR"])
 `
 
@@ -98,7 +100,8 @@ func (h tierHost) check(t *testing.T, r result) {
 	assert.Equal(t, "ok", got["write_inside"], "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Equal(t, "ok", got["write_tmpdir"])
 	for _, k := range []string{"create_outside", "write_outside", "append_outside", "truncate_outside",
-		"unlink_outside", "mkdir_outside", "dotdot", "symlink_write", "dirlink_create", "rename_in_out", "write_tmp"} {
+		"unlink_outside", "mkdir_outside", "dotdot", "symlink_write", "dirlink_create", "rename_in_out", "write_tmp",
+		"proc_mem"} {
 		assert.Equal(t, "EACCES", got[k], "%s must fail with EACCES; stdout: %s", k, r.stdout)
 	}
 	// Moving a file between a read-only and a writable hierarchy is a
@@ -106,6 +109,11 @@ func (h tierHost) check(t *testing.T, r result) {
 	// side lacks the right.
 	for _, k := range []string{"rename_out_in", "link_out_in"} {
 		assert.Contains(t, []string{"EACCES", "EXDEV"}, got[k], "%s must fail; stdout: %s", k, r.stdout)
+	}
+	if isolation.LandlockABI() >= 6 {
+		// Signals are scoped to the sandbox: not even pid 1, which root
+		// could otherwise signal.
+		assert.Equal(t, "EPERM", got["signal_host"], "stdout: %s", r.stdout)
 	}
 	b, err := os.ReadFile(filepath.Join(h.out, "existing"))
 	require.NoError(t, err)
