@@ -17,7 +17,7 @@ import (
 // InitArg is the hidden first argument that makes the cordon binary run as
 // the sandbox's init. main dispatches it before cobra; TestMain does the same
 // so a test binary can play the init.
-const InitArg = "__cordon-init"
+const InitArg = proc.InitArg
 
 // InitMain is the sandbox init: it reads its configuration from the control
 // socket, installs the notify filter on all its threads, hands the listener

@@ -16,7 +16,11 @@ type peerKey struct{}
 // peer is what the kernel says about a Unix-socket client.
 type peer struct {
 	uid, pid int
-	err      error
+	// sandboxed: the peer runs inside a cordon sandbox (below a cordon
+	// init). Such a peer could ask for a session under a policy of its
+	// choosing; the bwrap tier hides the socket, the landlock tier cannot.
+	sandboxed bool
+	err       error
 }
 
 // allowed applies the access rules in order: Origin, Host, then the peer's
@@ -43,6 +47,10 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
 		case p.uid != s.o.UID:
 			s.o.Logger.Warn("refused a connection from another user", "uid", p.uid, "pid", p.pid)
 			writeError(w, http.StatusForbidden, api.CodeForbidden, fmt.Sprintf("uid %d may not use this daemon (it serves uid %d)", p.uid, s.o.UID))
+			return false
+		case p.sandboxed:
+			s.o.Logger.Warn("refused a connection from inside a cordon sandbox", "pid", p.pid)
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "processes inside a cordon sandbox may not use the daemon")
 			return false
 		}
 	default:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,6 +31,8 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 			return
 		}
 		p.uid, p.pid = int(cred.Uid), int(cred.Pid)
+		// Read now, while the connecting process is there to be read.
+		p.sandboxed = proc.UnderCordonInit(p.pid)
 	})
 	if cerr != nil {
 		p.err = cerr

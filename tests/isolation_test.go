@@ -307,3 +307,22 @@ func TestIsolationDoctorShowsTier(t *testing.T) {
 	r = runCordonVia(t, runOpts{}, cordonBin, "doctor")
 	assert.Contains(t, r.stdout, "runs get the bwrap tier")
 }
+
+// The landlock tier cannot hide the daemon's socket: the daemon itself
+// refuses clients that run inside a sandbox, which could otherwise ask it
+// for a session under a policy of their choosing.
+func TestIsolationLandlockCannotUseDaemon(t *testing.T) {
+	requireLandlock(t)
+	d := newDaemonEnv(t)
+	d.start()
+	work := t.TempDir()
+	r := d.cordonOpts(runOpts{dir: work}, "exec", "-c", "echo outside-ok")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "outside-ok\n", r.stdout)
+
+	r = d.cordonOpts(runOpts{dir: work}, "--isolation", "landlock", "--deny", "git push", "--",
+		cordonBin, "exec", "--no-defaults", "-c", "git push; echo escaped=$?")
+	assert.NotContains(t, r.stdout, "escaped=", "a sandboxed client must not get a sandbox of its own choosing")
+	assert.Contains(t, r.stderr, "processes inside a cordon sandbox may not use the daemon")
+	assert.NotEqual(t, 0, r.code)
+}
