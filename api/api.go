@@ -180,7 +180,20 @@ type ExecDecision struct {
 	Pid int `json:"pid,omitempty"`
 	// Process is the id of the started process whose tree made the exec,
 	// when known (session-wide decision streams; empty in exec results).
-	Process string `json:"process,omitempty"`
+	Process string `json:"process,omitempty"` // Kind is "exec" (also when empty: older servers) or "net": a
+	// connection decided by the network rules (--net filter), with Argv
+	// and Pid naming the process that opened it, and the fields below.
+	Kind string `json:"kind,omitempty"`
+	// Host and Port are the destination asked for; Addr the address
+	// connected to (net only).
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	Addr string `json:"addr,omitempty"`
+	// BytesUp and BytesDown count what went each way, DurationMs how long
+	// the connection lasted (net only; set once it ended).
+	BytesUp    int64 `json:"bytes_up,omitempty"`
+	BytesDown  int64 `json:"bytes_down,omitempty"`
+	DurationMs int64 `json:"duration_ms,omitempty"`
 }
 
 // Exit is how a process ended.

@@ -17,15 +17,18 @@ const (
 	NetHost Net = "host"
 	// NetNone gives the sandbox an empty network namespace (loopback only).
 	NetNone Net = "none"
+	// NetFilter is NetNone to bubblewrap; cordon's proxy, on the
+	// sandbox's loopback, is the only way out (see package netproxy).
+	NetFilter Net = "filter"
 )
 
 // ParseNet parses the --net flag's value.
 func ParseNet(s string) (Net, error) {
 	switch Net(s) {
-	case NetHost, NetNone:
+	case NetHost, NetNone, NetFilter:
 		return Net(s), nil
 	}
-	return "", fmt.Errorf("unknown network mode %q (want host or none)", s)
+	return "", fmt.Errorf("unknown network mode %q (want host, none or filter)", s)
 }
 
 // ErrNotFound is returned by Find when no bwrap binary is on PATH.
@@ -151,7 +154,7 @@ func (s *Spec) Args() ([]string, error) {
 		a = append(a, "--cap-drop", "ALL")
 	}
 	switch s.Net {
-	case NetNone:
+	case NetNone, NetFilter:
 		a = append(a, "--unshare-net")
 	case NetHost, "":
 	default:

@@ -228,6 +228,7 @@ func TestParseNet(t *testing.T) {
 	}{
 		{name: "host", in: "host", want: NetHost},
 		{name: "none", in: "none", want: NetNone},
+		{name: "filter", in: "filter", want: NetFilter},
 		{name: "empty", in: "", wantErr: true},
 		{name: "upper case", in: "None", wantErr: true},
 		{name: "unknown", in: "bridge", wantErr: true},
@@ -237,7 +238,7 @@ func TestParseNet(t *testing.T) {
 			got, err := ParseNet(tc.in)
 			if tc.wantErr {
 				require.Error(t, err)
-				assert.Contains(t, err.Error(), "want host or none")
+				assert.Contains(t, err.Error(), "want host, none or filter")
 				return
 			}
 			require.NoError(t, err)

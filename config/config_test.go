@@ -78,8 +78,10 @@ func TestLoadFlagFence(t *testing.T) {
 	l, err := Load(Options{PolicyFile: p})
 	require.NoError(t, err)
 	assert.Equal(t, policy.FormatFence, l.File.Format)
-	require.Len(t, l.Warnings, 1)
-	assert.Contains(t, l.Warnings[0], `fence key "network" is ignored`)
+	// fence's network section is enforced now: empty, it allows nothing.
+	assert.Empty(t, l.Warnings)
+	require.NotNil(t, l.Config().Network)
+	assert.Empty(t, l.Config().Network.Rules)
 }
 
 func TestLoadProject(t *testing.T) {

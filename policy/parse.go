@@ -33,8 +33,11 @@ type File struct {
 	Format Format
 	Config Config
 	// Warnings lists parts of the file that were understood but have no
-	// effect in cordon (a fence config's network section, say).
+	// effect in cordon (a fence config's filesystem section, say).
 	Warnings []string
+	// Notices say what a file means that a reader might not expect (a
+	// fence config without a network section has no network).
+	Notices []string
 }
 
 // ParseError is a problem in a policy file, at a line (0 when unknown).
@@ -70,6 +73,12 @@ func (e *ParseError) Error() string {
 //	env:
 //	  deny: ["*_TOKEN", "AWS_*"]   # variable names removed from the workload's environment
 //	  pass: [ANTHROPIC_API_KEY]    # names kept even when a deny pattern or a default matches
+//	network:              # present: the sandbox reaches only what these allow (--net filter)
+//	  rules:
+//	    - allow: registry.npmjs.org   # HOST[:PORT]; *.example.com; *; no port = 80 and 443
+//	      for: npm                    # optional: only npm processes and their descendants
+//	  examples:
+//	    - deny: example.com:443
 //	programs:             # option tables (see Config.Tools)
 //	  rg:
 //	    value_options: [-g, --glob]
@@ -294,17 +303,31 @@ func isFence(keys []entry) bool {
 	if len(keys) == 0 {
 		return false
 	}
-	command, all := false, true
+	command, all, others := false, true, false
 	for _, e := range keys {
 		for _, k := range cordonKeys {
 			if e.key == k {
 				return false
 			}
 		}
+		if e.key == "network" {
+			// Both formats have one: fence's names its lists
+			// allowedDomains and deniedDomains.
+			if e.val.Kind == yaml.MappingNode {
+				for i := 0; i < len(e.val.Content); i += 2 {
+					switch e.val.Content[i].Value {
+					case "allowedDomains", "deniedDomains":
+						command = true
+					}
+				}
+			}
+			continue
+		}
+		others = true
 		command = command || e.key == "command"
 		all = all && fenceKeys[e.key]
 	}
-	return command || all
+	return command || (all && others)
 }
 
 func (p *parser) cordon(keys []entry) error {
@@ -353,12 +376,16 @@ func (p *parser) cordon(keys []entry) error {
 			if err := p.programs(e.val); err != nil {
 				return err
 			}
+		case "network":
+			if err := p.network(e.val); err != nil {
+				return err
+			}
 		case "command":
 			return &ParseError{File: p.file.Name, Line: e.kline,
 				Msg: `"command" is a fence key and cannot be mixed with cordon's keys`}
 		default:
 			return &ParseError{File: p.file.Name, Line: e.kline,
-				Msg: fmt.Sprintf("unknown key %q (want %s)", e.key, strings.Join(cordonKeys, ", "))}
+				Msg: fmt.Sprintf("unknown key %q (want %s, network)", e.key, strings.Join(cordonKeys, ", "))}
 		}
 	}
 	return nil
@@ -544,12 +571,21 @@ func (p *parser) fence(keys []entry) error {
 			}
 		case "ssh":
 			ssh = e.val
+		case "network":
+			if err := p.fenceNetwork(e.val); err != nil {
+				return err
+			}
 		case "$schema":
 		case "extends":
 			p.warnf(e.kline, "fence key %q is not followed: only this file's command rules apply", e.key)
 		default:
-			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command and ssh rules", e.key)
+			p.warnf(e.kline, "fence key %q is ignored: cordon enforces only the command, ssh and network rules", e.key)
 		}
+	}
+	if p.file.Config.Network == nil {
+		// fence without a network section allows no outbound network.
+		p.file.Config.Network = &Network{}
+		p.file.Notices = append(p.file.Notices, fmt.Sprintf("%s: this fence config has no network section: as in fence, the sandbox gets no outbound network (--net filter with no allow rule)", p.file.Name))
 	}
 	if cfg := &p.file.Config; cfg.Builtins {
 		// useDefaults (on unless turned off) means fence's own default
@@ -684,4 +720,168 @@ func stripJSONC(data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// network reads cordon's network section: rules and examples.
+func (p *parser) network(n *yaml.Node) error {
+	nw := &Network{}
+	p.file.Config.Network = nw
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, "network: want a mapping with rules and examples")
+	}
+	entries, err := p.mapping(n)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		switch e.key {
+		case "rules", "examples":
+			if e.val.Kind == yaml.ScalarNode && e.val.Tag == "!!null" {
+				continue
+			}
+			if e.val.Kind != yaml.SequenceNode {
+				return p.errf(e.val, "network.%s: want a list", e.key)
+			}
+			for i, item := range e.val.Content {
+				item = deref(item)
+				if err := p.netItem(nw, e.key == "examples", i, item); err != nil {
+					return err
+				}
+			}
+		default:
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("network: unknown key %q (want rules, examples)", e.key)}
+		}
+	}
+	return nil
+}
+
+// netItem reads one network rule or example: one of deny, allow, ask with
+// HOST[:PORT], and optionally for (a program or a list; for an example,
+// one program) and message (rules only).
+func (p *parser) netItem(nw *Network, example bool, i int, item *yaml.Node) error {
+	what := fmt.Sprintf("network rule %d", i+1)
+	if example {
+		what = fmt.Sprintf("network example %d", i+1)
+	}
+	if item.Kind != yaml.MappingNode {
+		return p.errf(item, "%s: want a mapping with one of deny, allow, ask", what)
+	}
+	entries, err := p.mapping(item)
+	if err != nil {
+		return err
+	}
+	var (
+		have, text, msg string
+		dec             Decision
+		fors            []string
+		textNode        *yaml.Node
+	)
+	for _, e := range entries {
+		if d, ok := decisionKeys[e.key]; ok {
+			if have != "" {
+				return &ParseError{File: p.file.Name, Line: e.kline,
+					Msg: fmt.Sprintf("%s: both %s and %s (want one decision)", what, have, e.key)}
+			}
+			have, dec, textNode = e.key, d, e.val
+			if text, err = p.str(e.val, what); err != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case e.key == "for":
+			ws, _, err := p.words(e.val, what+": for")
+			if err != nil {
+				return err
+			}
+			for _, w := range ws {
+				if strings.TrimSpace(w) == "" {
+					return p.errf(e.val, "%s: for: empty program name", what)
+				}
+			}
+			fors = ws
+		case e.key == "message" && !example:
+			if msg, err = p.str(e.val, what+": message"); err != nil {
+				return err
+			}
+		default:
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("%s: unknown key %q (want deny, allow, ask, for, message)", what, e.key)}
+		}
+	}
+	if have == "" {
+		return p.errf(item, "%s: no decision (want one of deny, allow, ask)", what)
+	}
+	if example {
+		ex, err := ParseNetExample(dec, text)
+		if err != nil {
+			return p.errf(textNode, "%s: %v", what, err)
+		}
+		if len(fors) > 1 {
+			return p.errf(item, "%s: for: an example names one program", what)
+		}
+		if len(fors) == 1 {
+			ex.Program = fors[0]
+		}
+		ex.Source = p.source(item)
+		nw.Examples = append(nw.Examples, ex)
+		return nil
+	}
+	r, err := ParseNetRule(dec, text)
+	if err != nil {
+		return p.errf(textNode, "%s: %v", what, err)
+	}
+	r.For, r.Message, r.Source = fors, msg, p.source(item)
+	nw.Rules = append(nw.Rules, r)
+	return nil
+}
+
+// fenceNetwork maps a fence config's network section: allowedDomains
+// become allow rules, deniedDomains deny rules (both on ports 80 and
+// 443, as cordon's rules without a port); other keys are reported.
+func (p *parser) fenceNetwork(n *yaml.Node) error {
+	nw := &Network{}
+	p.file.Config.Network = nw
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, "network: want an object")
+	}
+	entries, err := p.mapping(n)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		switch e.key {
+		case "allowedDomains", "deniedDomains":
+			if e.val.Kind == yaml.ScalarNode && e.val.Tag == "!!null" {
+				continue
+			}
+			if e.val.Kind != yaml.SequenceNode {
+				return p.errf(e.val, "network.%s: want a list of strings", e.key)
+			}
+			d := Allow
+			if e.key == "deniedDomains" {
+				d = Deny
+			}
+			for _, c := range e.val.Content {
+				c = deref(c)
+				s, err := p.str(c, "network."+e.key)
+				if err != nil {
+					return err
+				}
+				r, err := ParseNetRule(d, s)
+				if err != nil {
+					return p.errf(c, "network.%s: %v", e.key, err)
+				}
+				r.Source = p.source(c)
+				nw.Rules = append(nw.Rules, r)
+			}
+		default:
+			p.warnf(e.kline, "fence key network.%s is ignored: cordon filters by allowedDomains and deniedDomains", e.key)
+		}
+	}
+	return nil
 }

@@ -196,9 +196,13 @@ func TestParseFence(t *testing.T) {
 	require.Len(t, cfg.Rules, 4)
 	assert.Equal(t, Rule{Decision: Deny, Pattern: "git push", Source: "fence.json:7"}, cfg.Rules[0])
 	assert.Equal(t, Rule{Decision: Allow, Pattern: "git push origin docs", Source: "fence.json:8", Override: true}, cfg.Rules[3])
-	require.Len(t, f.Warnings, 2)
+	require.Len(t, f.Warnings, 1)
 	assert.Contains(t, f.Warnings[0], `fence.json:4: fence key "extends" is not followed`)
-	assert.Contains(t, f.Warnings[1], `fence.json:5: fence key "network" is ignored`)
+	// network.allowedDomains became a network rule (ports 80 and 443).
+	require.NotNil(t, cfg.Network)
+	require.Len(t, cfg.Network.Rules, 1)
+	assert.Equal(t, NetRule{Decision: Allow, Host: "github.com", Pattern: "github.com", Source: "fence.json:5"}, cfg.Network.Rules[0])
+	assert.Empty(t, f.Notices)
 
 	p, err := Compile(cfg)
 	require.NoError(t, err)
@@ -218,7 +222,8 @@ func TestParseFenceShapes(t *testing.T) {
 		{"defaults on when omitted", "fence.json", `{"command": {"deny": ["git push"]}}`, true, ""},
 		{"useDefaults null", "x.json", `{"command": {"useDefaults": null}}`, true, ""},
 		{"jsonc under another name", "policy", "{\"command\": {\"deny\": [\"a\"],}, // c\n}", true, ""},
-		{"only fence keys", "fence.json", `{"network": {}}`, true, ""},
+		{"only fence keys", "fence.json", `{"network": {}, "filesystem": {}}`, true, ""},
+		{"fence network lists", "fence.json", `{"network": {"deniedDomains": ["x.example"]}}`, true, ""},
 		{"unknown command key", "fence.json", "{\"command\": {\n\"denny\": []}}", false, `fence.json:2: command: unknown key "denny"`},
 		{"deny not list", "fence.json", `{"command": {"deny": "git push"}}`, false, `fence.json:1: command.deny: want a list of strings`},
 		{"bad pattern", "fence.json", `{"command": {"deny": ["git {"]}}`, false, `fence.json:1: command.deny: "git {": unclosed "{"`},

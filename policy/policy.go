@@ -108,6 +108,9 @@ type Config struct {
 	// words apart. A table for a program cordon knows (git, ssh, ...)
 	// adds to the built-in one.
 	Tools map[string]ToolOptions
+	// Network, when set, filters the sandbox's network (--net filter):
+	// only connections its rules allow leave, through cordon's proxy.
+	Network *Network
 }
 
 // ToolOptions is a program's option table as a policy gives it.
@@ -261,6 +264,8 @@ type Policy struct {
 	// toolDefs are the policy's own option tables, tools them compiled.
 	toolDefs map[string]ToolOptions
 	tools    toolSet
+	// net is the compiled network section; nil when the policy has none.
+	net *NetPolicy
 }
 
 // progRules are the matchers of one program name, indexed a second time by
@@ -435,6 +440,12 @@ func compile(cfg Config, firstEdition bool) (*Policy, error) {
 		}
 	}
 	p.buildIdent()
+	if cfg.Network != nil {
+		var err error
+		if p.net, err = compileNetwork(cfg.Network); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -489,6 +500,10 @@ func (p *Policy) WithFiles(f Files) *Policy {
 	q.files = f
 	return &q
 }
+
+// Network returns the compiled network section, or nil when the policy
+// says nothing about the network.
+func (p *Policy) Network() *NetPolicy { return p.net }
 
 // DenyWritable reports whether executables the sandbox can write are refused.
 func (p *Policy) DenyWritable() bool { return p.denyWritable }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
 )
@@ -29,10 +30,9 @@ import (
 // gives the foreground back to the group that had it, which may be a job
 // of a shell inside the sandbox rather than the command itself.
 func AskTerminal(timeout time.Duration, warn io.Writer) func(*supervisor.Verdict) bool {
-	var mu sync.Mutex // one question on the terminal at a time
 	return func(d *supervisor.Verdict) bool {
-		mu.Lock()
-		defer mu.Unlock()
+		askMu.Lock()
+		defer askMu.Unlock()
 		question := supervisor.FormatArgv(d.Exec.Argv) + " (rule: " + d.Result.RuleText() + ")"
 		ok, err := askTTY(question, timeout)
 		if err != nil {
@@ -41,6 +41,25 @@ func AskTerminal(timeout time.Duration, warn io.Writer) func(*supervisor.Verdict
 		return ok
 	}
 }
+
+// AskTerminalNet is AskTerminal for network ask rules: the prompt is
+//
+//	cordon: allow? connect example.com:443 by curl https://example.com (rule: ask "*") [y/N]
+func AskTerminalNet(timeout time.Duration, warn io.Writer) func(*netproxy.Record) bool {
+	return func(r *netproxy.Record) bool {
+		askMu.Lock()
+		defer askMu.Unlock()
+		line := strings.TrimPrefix(NetDenialLine(r), "cordon: denied: ")
+		ok, err := askTTY(line, timeout)
+		if err != nil {
+			fmt.Fprintf(warn, "cordon: warning: --ask tty: %v; denying %s\n", err, line)
+		}
+		return ok
+	}
+}
+
+// askMu puts one question on the terminal at a time.
+var askMu sync.Mutex
 
 // errNoAnswer is an ask that timed out.
 var errNoAnswer = errors.New("no answer")

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
 )
 
 // auditRecord is one line of --audit output.
 type auditRecord struct {
+	Kind      string   `json:"kind"`
 	Time      string   `json:"time"`
 	Pid       int      `json:"pid"`
 	Ppid      int      `json:"ppid,omitempty"`
@@ -34,6 +36,7 @@ type auditRecord struct {
 
 func writeAudit(w io.Writer, d *supervisor.Verdict) {
 	rec := auditRecord{
+		Kind:      "exec",
 		Time:      d.Time.UTC().Format(time.RFC3339Nano),
 		Pid:       d.Pid,
 		Ppid:      ppid(d.Pid),
@@ -78,4 +81,50 @@ func ppid(pid int) int {
 func cwd(pid int) string {
 	p, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	return p
+}
+
+// netAuditRecord is one --audit line for a network decision.
+type netAuditRecord struct {
+	Kind       string   `json:"kind"`
+	Time       string   `json:"time"`
+	Proto      string   `json:"proto"`
+	Host       string   `json:"host"`
+	Port       uint16   `json:"port"`
+	Addr       string   `json:"addr,omitempty"`
+	Decision   string   `json:"decision"`
+	Rule       string   `json:"rule"`
+	RuleID     string   `json:"rule_id,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Pid        int      `json:"pid,omitempty"`
+	Argv       []string `json:"argv,omitempty"`
+	BytesUp    int64    `json:"bytes_up"`
+	BytesDown  int64    `json:"bytes_down"`
+	DurationMs int64    `json:"duration_ms"`
+}
+
+func writeNetAudit(w io.Writer, r *netproxy.Record) {
+	rec := netAuditRecord{
+		Kind:       "net",
+		Time:       r.Time.UTC().Format(time.RFC3339Nano),
+		Proto:      r.Proto,
+		Host:       r.Host,
+		Port:       r.Port,
+		Addr:       r.Addr,
+		Decision:   r.Decision.String(),
+		Rule:       r.Result.RuleText(),
+		Reason:     r.Reason,
+		Pid:        r.Owner.Pid,
+		Argv:       r.Owner.Argv,
+		BytesUp:    r.BytesUp,
+		BytesDown:  r.BytesDown,
+		DurationMs: r.Duration.Milliseconds(),
+	}
+	if r.Result.Rule != nil {
+		rec.RuleID = r.Result.Rule.Source
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	_, _ = w.Write(append(b, '\n'))
 }

@@ -157,6 +157,18 @@ func installFilter(conn *frameConn, cfg configMsg) int {
 			return 125
 		}
 	}
+	// The proxy listeners are made before the filter: the host serves
+	// them (a socket keeps its network namespace), and the init keeps no
+	// copy, so nothing in the sandbox but the two loopback ports shows.
+	var netFDs []int
+	if cfg.NetListen {
+		var err error
+		if netFDs, err = proxyListeners(); err != nil {
+			_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+			return 125
+		}
+		defer closeAll(netFDs)
+	}
 	listener, err := supervisor.InstallFilter(cfg.Filter)
 	switch {
 	case errors.Is(err, supervisor.ErrListenerBusy) && len(cfg.Fallback) > 0:
@@ -166,13 +178,13 @@ func installFilter(conn *frameConn, cfg configMsg) int {
 			_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
 			return 125
 		}
-		err = conn.send(initMsg{Kind: msgListener, PtraceOnly: true})
+		err = conn.send(initMsg{Kind: msgListener, PtraceOnly: true, NetListeners: len(netFDs)}, netFDs...)
 	case err != nil:
 		err = fmt.Errorf("installing seccomp filter: %w", err)
 		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
 		return 125
 	default:
-		err = conn.send(initMsg{Kind: msgListener}, listener)
+		err = conn.send(initMsg{Kind: msgListener, NetListeners: len(netFDs)}, append([]int{listener}, netFDs...)...)
 		unix.Close(listener)
 	}
 	if err != nil {
@@ -271,4 +283,43 @@ func exitCodeForErrno(errno syscall.Errno) int {
 		return 127
 	}
 	return 126
+}
+
+// Proxy ports on the sandbox's loopback (--net filter): HTTP (CONNECT and
+// plain requests) and SOCKS5.
+const (
+	ProxyHTTPPort  = 3128
+	ProxySOCKSPort = 1080
+)
+
+// proxyListeners listens on the sandbox's loopback at the proxy ports and
+// returns the listening sockets (HTTP, SOCKS), then a sock_diag netlink
+// socket of the sandbox's network namespace (the host asks it which socket
+// is the client of a proxy connection), all close-on-exec.
+func proxyListeners() ([]int, error) {
+	var fds []int
+
+	for _, port := range []int{ProxyHTTPPort, ProxySOCKSPort} {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeAll(fds)
+			return nil, os.NewSyscallError("socket", err)
+		}
+		fds = append(fds, fd)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			closeAll(fds)
+			return nil, fmt.Errorf("proxy listener on 127.0.0.1:%d: %w", port, os.NewSyscallError("bind", err))
+		}
+		if err := unix.Listen(fd, 4096); err != nil {
+			closeAll(fds)
+			return nil, os.NewSyscallError("listen", err)
+		}
+	}
+	diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		closeAll(fds)
+		return nil, os.NewSyscallError("socket(NETLINK_SOCK_DIAG)", err)
+	}
+	return append(fds, diag), nil
 }

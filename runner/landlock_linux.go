@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -204,12 +203,6 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 // one-shot command's environment. It returns the directory.
 func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) {
 	level := isolation.NewLandlockLevel(isolation.LandlockABI())
-	if sp.box.Net != bwrap.NetHost && sp.box.Net != "" {
-		// Landlock can refuse TCP, not UDP or other sockets: no network
-		// mode short of the host's can be kept.
-		return "", &SetupError{Err: fmt.Errorf("--net %s needs the bwrap tier: Landlock cannot cut UDP and other sockets", sp.box.Net),
-			Hint: "make bubblewrap work here (cordon doctor says how), or leave --net out"}
-	}
 	tmp, err := os.MkdirTemp("", "cordon-tmp-")
 	if err != nil {
 		return "", &SetupError{Err: fmt.Errorf("making the run's temporary directory: %w", err)}

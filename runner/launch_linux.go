@@ -15,6 +15,7 @@ import (
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/internal/pathsearch"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -65,7 +66,9 @@ type Options struct {
 	// called from the supervisor's goroutine while the exec waits; the
 	// terminal, when cordon has one, is cordon's own to prompt on (see
 	// AskTerminal).
-	Ask       func(*supervisor.Verdict) bool
+	Ask func(*supervisor.Verdict) bool
+	// AskNet answers network decisions of kind ask (nil: deny).
+	AskNet    func(*netproxy.Record) bool
 	Isolation Isolation
 	// Verify selects race-free verification (supervisor.VerifyAuto when
 	// empty).
@@ -120,6 +123,9 @@ type launch struct {
 	// per PATH entry.
 	repeats pathsearch.Repeats
 
+	// auditMu keeps network records (from the proxy's goroutines) whole.
+	auditMu sync.Mutex
+
 	mu     sync.Mutex
 	denied bool // guarded by mu: the policy refused an exec
 }
@@ -160,7 +166,9 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 			WedgeAfter: l.o.WedgeSupervisorAfter,
 			DropAfter:  l.o.DropSupervisorAfter,
 		},
-		log: l.log,
+		log:    l.log,
+		onNet:  l.onNet,
+		askNet: l.o.AskNet,
 	})
 	if err != nil {
 		return Result{}, err
@@ -301,7 +309,9 @@ func (l *launch) onDecision(d *supervisor.Verdict) {
 		}
 	}
 	if l.o.Audit != nil {
+		l.auditMu.Lock()
 		writeAudit(l.o.Audit, d)
+		l.auditMu.Unlock()
 	}
 	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
 		return // formatting argv costs more than the rest of this callback
@@ -309,4 +319,20 @@ func (l *launch) onDecision(d *supervisor.Verdict) {
 	l.log.Debug("exec", "pid", d.Pid, "argv", supervisor.FormatArgv(d.Exec.Argv),
 		"path", d.Exec.Path, "resolved", d.Exec.Resolved, "decision", d.Result.Decision.String(),
 		"rule", d.Result.RuleText(), "errno", d.Errno, "latency", d.Latency)
+}
+
+// onNet reports a network decision: a refused connection gets a denial
+// line, every one an audit line.
+func (l *launch) onNet(r *netproxy.Record) {
+	if r.Refused() {
+		fmt.Fprintln(l.o.Stderr, NetDenialLine(r))
+	}
+	if l.o.Audit != nil {
+		l.auditMu.Lock()
+		writeNetAudit(l.o.Audit, r)
+		l.auditMu.Unlock()
+	}
+	l.log.Debug("net", "proto", r.Proto, "host", r.Host, "port", r.Port, "addr", r.Addr,
+		"decision", r.Decision.String(), "rule", r.RuleText(), "pid", r.Owner.Pid,
+		"up", r.BytesUp, "down", r.BytesDown, "duration", r.Duration)
 }

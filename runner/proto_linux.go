@@ -42,20 +42,24 @@ type configMsg struct {
 	// Landlock, when set, is the ruleset the init applies to itself
 	// before the filter (the landlock tier).
 	Landlock *landlockSpec `json:"landlock,omitempty"`
+	// NetListen asks the init for the proxy listeners on the sandbox's
+	// loopback (--net filter), sent with the notify listener.
+	NetListen bool `json:"net_listen,omitempty"`
 }
 
 // wireConfig is configMsg as it travels: JSON strings would replace bytes
 // that are not UTF-8 (a file name in Latin-1, an odd environment value), so
 // argv, env and the directory travel as bytes (base64 in JSON).
 type wireConfig struct {
-	Argv     [][]byte      `json:"argv"`
-	Env      [][]byte      `json:"env"`
-	Dir      []byte        `json:"dir"`
-	Filter   []byte        `json:"filter"`
-	Fallback []byte        `json:"fallback"`
-	Reap     bool          `json:"reap"`
-	Session  bool          `json:"session,omitempty"`
-	Landlock *wireLandlock `json:"landlock,omitempty"`
+	Argv      [][]byte      `json:"argv"`
+	Env       [][]byte      `json:"env"`
+	Dir       []byte        `json:"dir"`
+	Filter    []byte        `json:"filter"`
+	Fallback  []byte        `json:"fallback"`
+	Reap      bool          `json:"reap"`
+	Session   bool          `json:"session,omitempty"`
+	NetListen bool          `json:"net_listen,omitempty"`
+	Landlock  *wireLandlock `json:"landlock,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -76,7 +80,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, Landlock: c.Landlock.wire()})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, Landlock: c.Landlock.wire()})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -85,7 +89,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, Landlock: w.Landlock.spec()}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, Landlock: w.Landlock.spec()}
 	return nil
 }
 
@@ -110,6 +114,10 @@ type initMsg struct {
 	// PtraceOnly, on msgListener, says that no listener could be had
 	// (another one exists above us): no fd comes with the message.
 	PtraceOnly bool `json:"ptrace_only,omitempty"`
+	// NetListeners, on msgListener, counts the descriptors of the network
+	// filter sent after the notify listener: the HTTP and SOCKS listeners
+	// and the sock_diag socket.
+	NetListeners int `json:"net_listeners,omitempty"`
 }
 
 // frameConn sends and receives frames, with descriptors and the sender's

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -42,6 +43,11 @@ type SandboxOptions struct {
 	// supervisor.Options); both run on the supervisor's goroutine.
 	Ask        func(*supervisor.Verdict) bool
 	OnDecision func(*supervisor.Verdict)
+	// OnNet and AskNet receive the network records and answer the network
+	// ask decisions of a filtered sandbox (a policy with a network
+	// section, or Net filter); they run on the proxy's goroutines.
+	OnNet  func(*netproxy.Record)
+	AskNet func(*netproxy.Record) bool
 	// SearchPath is the processes' PATH (supervisor.Options.SearchPath).
 	SearchPath string
 	// Verify selects race-free verification (supervisor.Options.Verify).
@@ -77,6 +83,13 @@ type Sandbox struct {
 	// the kernel empties a pid namespace before its init finishes exiting.
 	nsInit int
 	stderr *setupOutput
+	// filtered: --net filter; proxy serves its listeners and execs
+	// records what each process was exec'd as.
+	filtered bool
+	proxy    *netproxy.Proxy
+	execs    *execTable
+	exe      string // cordon's binary, as the sandbox sees it
+	diag     *sockDiag
 
 	sendMu sync.Mutex // one frame at a time on conn
 
@@ -162,6 +175,8 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 		policy: o.Policy,
 		sup:    supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify},
 		log:    o.Logger,
+		onNet:  o.OnNet,
+		askNet: o.AskNet,
 	})
 	if err != nil {
 		return nil, err
@@ -228,7 +243,7 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 	s.sendMu.Lock()
 	err := s.conn.send(sessMsg{
 		Kind: msgSpawn, ID: req.ID,
-		Argv: toBytes(req.Argv), Env: toBytes(s.spawnEnv(req.Env)), Dir: []byte(req.Dir),
+		Argv: toBytes(req.Argv), Env: toBytes(s.workloadEnv(req.Env)), Dir: []byte(req.Dir),
 		Targets: req.Targets, NFDs: len(fds),
 	}, fds...)
 	s.sendMu.Unlock()
@@ -240,16 +255,6 @@ func (s *Sandbox) Spawn(req SpawnRequest) error {
 		return fmt.Errorf("spawn %s: %w", req.ID, err)
 	}
 	return nil
-}
-
-// spawnEnv is a spawned process's environment: scrubbed, with the
-// landlock tier's private TMPDIR.
-func (s *Sandbox) spawnEnv(env []string) []string {
-	env = scrubEnv(env, s.pol, s.log)
-	if s.tmpdir != "" {
-		env = withTMPDIR(env, s.tmpdir)
-	}
-	return env
 }
 
 // read dispatches the init's reports to the processes' handlers.
@@ -354,4 +359,20 @@ func nsInitPidfd(initPid int) int {
 		return -1
 	}
 	return fd
+}
+
+// workloadEnv is a spawned process's environment: scrubEnv's (cordon's own
+// variables and the policy's env scrub), and the proxy's variables in a
+// filtered sandbox, and the landlock tier's private TMPDIR. A one-shot
+// run's goes the same way: scrubEnv in the
+// launcher, ProxyEnv in startSandbox.
+func (s *Sandbox) workloadEnv(env []string) []string {
+	env = scrubEnv(env, s.pol, s.log)
+	if s.filtered {
+		env = ProxyEnv(env, s.exe)
+	}
+	if s.tmpdir != "" {
+		env = withTMPDIR(env, s.tmpdir)
+	}
+	return env
 }

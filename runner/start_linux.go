@@ -19,6 +19,7 @@ import (
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/config"
 	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"golang.org/x/sys/unix"
@@ -154,6 +155,10 @@ type startSpec struct {
 	// sup configures the supervisor; RootPid and Logger are set here.
 	sup supervisor.Options
 	log *slog.Logger
+	// onNet receives every network record of a filtered sandbox; askNet
+	// answers its ask decisions (nil: deny).
+	onNet  func(*netproxy.Record)
+	askNet func(*netproxy.Record) bool
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -206,6 +211,25 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	if err := checkDir(sp.box.Dir); err != nil {
 		return nil, err
 	}
+	if sp.box.Net, err = netMode(sp.box.Net, sp.policy, sp.isolation); err != nil {
+		return nil, err
+	}
+	filtered := sp.box.Net == bwrap.NetFilter
+	execs := newExecTable()
+	if filtered {
+		cfg.NetListen = true
+		dirs, files := unixSocketHides()
+		sp.box.Hide = append(dirs, sp.box.Hide...)
+		sp.box.HideFiles = append(files, sp.box.HideFiles...)
+		// What each process was exec'd as, for attribution.
+		onDecision := sp.sup.OnDecision
+		sp.sup.OnDecision = func(d *supervisor.Verdict) {
+			execs.note(d)
+			if onDecision != nil {
+				onDecision(d)
+			}
+		}
+	}
 	argv, err := sp.argv()
 	if err != nil {
 		return nil, err
@@ -215,6 +239,9 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		if tmpdir, err = sp.landlock(&cfg, log); err != nil {
 			return nil, err
 		}
+	}
+	if filtered && !cfg.Session {
+		cfg.Env = ProxyEnv(cfg.Env, sp.exe)
 	}
 	conn, childEnd, err := newControlPair()
 	if err != nil {
@@ -249,18 +276,21 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		stderr = errW
 	}
 	s := &Sandbox{
-		log:     log,
-		warn:    func(msg string) { log.Warn(msg) },
-		bare:    bare,
-		tier:    sp.isolation,
-		session: cfg.Session,
-		tmpdir:  tmpdir,
-		pol:     sp.policy,
-		binds:   append(append([]string(nil), sp.box.RW...), sp.box.RO...),
-		conn:    conn,
-		waited:  make(chan struct{}),
-		done:    make(chan struct{}),
-		nsInit:  -1,
+		log:      log,
+		warn:     func(msg string) { log.Warn(msg) },
+		bare:     bare,
+		tier:     sp.isolation,
+		session:  cfg.Session,
+		tmpdir:   tmpdir,
+		pol:      sp.policy,
+		binds:    append(append([]string(nil), sp.box.RW...), sp.box.RO...),
+		conn:     conn,
+		waited:   make(chan struct{}),
+		done:     make(chan struct{}),
+		nsInit:   -1,
+		filtered: filtered,
+		execs:    execs,
+		exe:      sp.exe,
 	}
 	if sp.stderr != nil {
 		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
@@ -322,6 +352,7 @@ func (sp *startSpec) argv() ([]string, error) {
 		if err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
 		}
+		sp.exe = exe
 	}
 	if sp.isolation == IsolationNone {
 		return []string{exe, InitArg}, nil
@@ -407,10 +438,16 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	if m.PtraceOnly {
 		want = 0
 	}
-	if len(fds) != want || s.conn.pid <= 0 {
-		closeAll(fds)
-		return fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), s.conn.pid, want)
+	netWant := 0
+	if cfg.NetListen {
+		netWant = 3
 	}
+	if len(fds) != want+netWant || m.NetListeners != netWant || s.conn.pid <= 0 {
+		closeAll(fds)
+		return fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), s.conn.pid, want+netWant)
+	}
+	netFDs := fds[want:]
+	fds = fds[:want]
 	s.initPid = int(s.conn.pid)
 	if !s.bare {
 		s.nsInit = nsInitPidfd(s.initPid)
@@ -425,7 +462,21 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	}
 	if err != nil {
 		closeAll(fds)
+		closeAll(netFDs)
 		return fmt.Errorf("starting the supervisor: %w", err)
+	}
+	if sp.policy != nil && sp.policy.Network() != nil {
+		// Before the supervisor runs: every exec is recognised.
+		if s.execs.recognize, err = forRecognizer(s.sup, sp.policy.Network()); err != nil {
+			closeAll(netFDs)
+			_ = s.sup.Close()
+			return err
+		}
+	}
+	if len(netFDs) > 0 {
+		if err := s.startProxy(netFDs, &sp); err != nil {
+			return err
+		}
 	}
 	go func() {
 		if err := s.sup.Run(); err != nil {
@@ -550,6 +601,10 @@ func (s *Sandbox) stop() {
 		if s.readDone != nil {
 			wait(s.readDone, "the control reader")
 		}
+		if s.proxy != nil {
+			_ = s.proxy.Close()
+		}
+		s.diag.close()
 		if s.sup != nil {
 			s.sup.Shutdown()
 			if wait(s.sup.Done(), "the supervisor") {

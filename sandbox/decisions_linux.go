@@ -21,7 +21,8 @@ func newDecisionLog(limit int) *decisionLog {
 // add appends d, skipping the repeats a shell's PATH search makes after
 // EPERM (the same caller, decision and argv again).
 func (l *decisionLog) add(d ExecDecision) {
-	if l.repeats.Repeated(d.Pid, d.Decision, d.Argv) {
+	// Connections are each their own record, however alike.
+	if d.Kind != "net" && l.repeats.Repeated(d.Pid, d.Decision, d.Argv) {
 		return
 	}
 	l.log.append(Event{Kind: EventDecision, Decision: &d, Time: d.Time})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/supervisor"
@@ -116,6 +117,8 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		Policy:     pol,
 		Ask:        s.ask,
 		OnDecision: s.onDecision,
+		OnNet:      s.onNet,
+		AskNet:     s.askNet,
 		SearchPath: path,
 		Logger:     s.log,
 		Exe:        m.opts.Exe,
@@ -809,6 +812,7 @@ func (s *Session) deliver(chain []int, dec ExecDecision) *Process {
 
 func toDecision(d *supervisor.Verdict, chain []int) ExecDecision {
 	dec := ExecDecision{
+		Kind:     "exec",
 		Time:     d.Time,
 		Decision: "allow",
 		Asked:    d.Result.Decision == policy.Ask,
@@ -866,4 +870,57 @@ func (s *Session) ask(d *supervisor.Verdict) bool {
 		id = p.id
 	}
 	return s.spec.Ask(ctx, id, q)
+}
+
+// netDecision is a network record as the session's decision stream
+// carries it.
+func netDecision(r *netproxy.Record, chain []int) ExecDecision {
+	dec := ExecDecision{
+		Kind:       "net",
+		Time:       r.Time,
+		Decision:   r.Decision.String(),
+		Asked:      r.Result.Decision == policy.Ask,
+		Rule:       r.RuleText(),
+		Argv:       r.Owner.Argv,
+		Host:       r.Host,
+		Port:       int(r.Port),
+		Addr:       r.Addr,
+		BytesUp:    r.BytesUp,
+		BytesDown:  r.BytesDown,
+		DurationMs: r.Duration.Milliseconds(),
+	}
+	if len(chain) > 0 {
+		dec.Pid = chain[0]
+	}
+	return dec
+}
+
+// onNet attributes a network record to the process whose tree opened the
+// connection (as onDecision does for execs) and publishes it: every
+// connection, allowed or not, is on the session's decision stream.
+func (s *Session) onNet(r *netproxy.Record) {
+	var chain []int
+	if r.Owner.Pid > 0 {
+		chain = nsChain(r.Owner.Pid, int(s.initPid.Load()))
+	}
+	s.deliver(chain, netDecision(r, chain))
+}
+
+// askNet asks SessionSpec.Ask about a connection an ask rule covers; no
+// Ask, or no answer before the session ends, denies.
+func (s *Session) askNet(r *netproxy.Record) bool {
+	if s.spec.Ask == nil {
+		return false
+	}
+	var chain []int
+	if r.Owner.Pid > 0 {
+		chain = nsChain(r.Owner.Pid, int(s.initPid.Load()))
+	}
+	q := netDecision(r, chain)
+	q.Decision = "ask"
+	id := ""
+	if p := s.deliver(chain, q); p != nil {
+		id = p.id
+	}
+	return s.spec.Ask(s.ctx, id, q)
 }

@@ -114,6 +114,9 @@ type Supervisor struct {
 	listener int
 	wake     int // eventfd written by Shutdown
 	judge    judge
+	// others is a view of the file caches for Recognize: no exec of its
+	// own is ever current in it.
+	others *files
 	// sandbox is what callers are checked against: the sandbox's mount
 	// namespace, root and writable devices.
 	sandbox *sandboxView
@@ -157,6 +160,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		listener: listener,
 		wake:     wake,
 		judge:    newJudge(pol, fs),
+		others:   fs.view(),
 		opts:     opts,
 		log:      log,
 		recv:     wedgeAfter(opts.WedgeAfter, seccomp.NotifRecv),
@@ -169,6 +173,17 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		s.tracer = newTracer(newJudge(pol, fs.view()), log, s.report)
 	}
 	return s, nil
+}
+
+// Recognize decides e (an exec this supervisor decided: Verdict.Exec)
+// against another policy p, recognising programs the way the supervisor's
+// own policy does: by identity with what p's names stand for on the
+// sandbox's PATH (a symlink, hard link or renamed copy of npm is npm), not
+// by the name the caller used. The network filter uses it for rules
+// limited to programs (for: npm). Safe for concurrent use (OnDecision runs
+// on the supervisor's goroutine and on the tracer's thread).
+func (s *Supervisor) Recognize(p *policy.Policy, e *policy.Exec) policy.Result {
+	return p.WithFiles(s.others).Decide(e)
 }
 
 func (s *Supervisor) report(d *Verdict) {

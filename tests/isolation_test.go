@@ -253,13 +253,23 @@ func TestIsolationAutoRefusesWithoutLandlock(t *testing.T) {
 	assert.Contains(t, r.stdout, "rc=126")
 }
 
-// --net none cannot be kept by Landlock (UDP, other sockets): the tier
-// refuses it rather than run with the network open.
-func TestIsolationLandlockRefusesNetNone(t *testing.T) {
+// --net none and --net filter cannot be kept by Landlock (UDP, TCP by
+// port only): the tier refuses them rather than run with the network
+// open, also when auto stepped down and the policy has network rules.
+func TestIsolationLandlockRefusesNetworkLimits(t *testing.T) {
 	requireLandlock(t)
-	r := cordon(t, "--isolation", "landlock", "--net", "none", "--", "true")
+	for _, args := range [][]string{{"--net", "none"}, {"--net", "filter"}, {"--allow-net", "example.com"}} {
+		r := cordon(t, append(append([]string{"--isolation", "landlock"}, args...), "--", "true")...)
+		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "needs the bwrap tier", args)
+	}
+	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
+	work := t.TempDir()
+	r := runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--allow-net", "example.com", "--", "sh", "-c", "echo ran > f")
 	assert.Equal(t, 125, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "--net none needs the bwrap tier")
+	assert.Contains(t, r.stderr, "needs the bwrap tier")
+	_, err := os.Stat(filepath.Join(work, "f"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
 }
 
 // A session made through the daemon runs in the landlock tier too, with

@@ -349,7 +349,8 @@ func TestFencePolicy(t *testing.T) {
 	assert.NotEqual(t, 0, r.code)
 	assert.NotContains(t, r.stdout, "git ran")
 	assert.Contains(t, r.stderr, `cordon: denied: git push origin main (rule: deny "git push")`)
-	assert.Contains(t, r.stderr, `cordon: warning: fence.json:3: fence key "network" is ignored`)
+	// fence's network section is enforced: github.com on 80 and 443, nothing else.
+	assert.NotContains(t, r.stderr, `fence key "network" is ignored`)
 
 	// fence's allow entries override its deny entries.
 	r = gw.run(t, "--policy", "fence.json", "--", "sh", "-c", "git push origin feature")
@@ -359,6 +360,7 @@ func TestFencePolicy(t *testing.T) {
 	r = gw.run(t, "policy", "show", "--policy", "fence.json")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `(?m)^  fence\.json:6 +allow \(override\) +git push origin feature$`, r.stdout)
+	assert.Regexp(t, `(?m)^  fence\.json:3 +allow +github\.com +ports 80,443$`, r.stdout)
 }
 
 func TestAskAnswers(t *testing.T) {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -74,13 +76,24 @@ func policyDocument(cfg policy.Config) (string, error) {
 		Deny []string `yaml:"deny,omitempty"`
 		Pass []string `yaml:"pass,omitempty"`
 	}
+	type netRule struct {
+		Deny    string   `yaml:"deny,omitempty"`
+		Allow   string   `yaml:"allow,omitempty"`
+		Ask     string   `yaml:"ask,omitempty"`
+		For     []string `yaml:"for,omitempty"`
+		Message string   `yaml:"message,omitempty"`
+	}
+	type network struct {
+		Rules []netRule `yaml:"rules"`
+	}
 	doc := struct {
-		Version      int    `yaml:"version"`
-		Default      string `yaml:"default"`
-		Defaults     bool   `yaml:"defaults"`
-		DenyWritable bool   `yaml:"deny_writable_exec"`
-		Env          *env   `yaml:"env,omitempty"`
-		Rules        []rule `yaml:"rules"`
+		Version      int      `yaml:"version"`
+		Default      string   `yaml:"default"`
+		Defaults     bool     `yaml:"defaults"`
+		DenyWritable bool     `yaml:"deny_writable_exec"`
+		Env          *env     `yaml:"env,omitempty"`
+		Rules        []rule   `yaml:"rules"`
+		Network      *network `yaml:"network,omitempty"`
 		// Programs carries the policy's option tables: without them the
 		// daemon would read the same rules with other meanings.
 		Programs map[string]policy.ToolOptions `yaml:"programs,omitempty"`
@@ -94,6 +107,22 @@ func policyDocument(cfg policy.Config) (string, error) {
 		}
 		for _, r := range cfg.Env.Pass {
 			doc.Env.Pass = append(doc.Env.Pass, r.Pattern)
+		}
+	}
+	if cfg.Network != nil {
+		// A network section, even empty, means a filtered network.
+		doc.Network = &network{Rules: []netRule{}}
+		for _, r := range cfg.Network.Rules {
+			out := netRule{For: r.For, Message: r.Message}
+			switch r.Decision {
+			case policy.Deny:
+				out.Deny = r.Pattern
+			case policy.Allow:
+				out.Allow = r.Pattern
+			case policy.Ask:
+				out.Ask = r.Pattern
+			}
+			doc.Network.Rules = append(doc.Network.Rules, out)
 		}
 	}
 	for _, r := range cfg.Rules {
@@ -122,7 +151,16 @@ func policyDocument(cfg policy.Config) (string, error) {
 // escape sequences.
 func printDecisions(w io.Writer, ds []sandbox.ExecDecision) {
 	for _, d := range ds {
-		if d.Decision == "deny" {
+		switch {
+		case d.Decision != "deny":
+		case d.Kind == "net":
+			by := "an unidentified process"
+			if len(d.Argv) > 0 {
+				by = supervisor.FormatArgv(d.Argv)
+			}
+			fmt.Fprintf(w, "cordon: denied: connect %s by %s (rule: %s)\n",
+				net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), by, d.Rule)
+		default:
 			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", supervisor.FormatArgv(d.Argv), d.Rule)
 		}
 	}

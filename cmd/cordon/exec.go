@@ -61,6 +61,7 @@ cordon or the daemon failed.`,
   cordon exec --deny "git push" -- git push origin main   # exit 126
   cordon exec --env-pass NPM_TOKEN -- npm whoami
   cordon exec --session dev -- npm test
+  cordon exec --allow-net pypi.org --allow-net files.pythonhosted.org -- pip download requests
   cordon exec --session dev -c 'cd src && export STAGE=build'
   echo data | cordon exec --stdin -- wc -c
   cordon exec --no-daemon --timeout 10s -- ./slow.sh

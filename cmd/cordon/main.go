@@ -18,6 +18,8 @@ func main() {
 		switch os.Args[1] {
 		case runner.InitArg:
 			os.Exit(runner.InitMain())
+		case runner.ConnectArg:
+			os.Exit(runner.ConnectMain(os.Args[2:]))
 		case doctor.ProbeArg:
 			os.Exit(doctor.ProbeMain())
 		}

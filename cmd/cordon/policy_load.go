@@ -18,11 +18,12 @@ import (
 // ruleFlags are the policy flags shared by "cordon run", the root shorthand,
 // "cordon policy check" and "cordon policy show".
 type ruleFlags struct {
-	file        string
-	deny, allow []string
-	def         string
-	noDefaults  bool
-	noWritable  bool
+	file              string
+	deny, allow       []string
+	denyNet, allowNet []string
+	def               string
+	noDefaults        bool
+	noWritable        bool
 	envFlags
 }
 
@@ -30,6 +31,8 @@ func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
 	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON, a fence config or a codex .rules file), trusted by being named; default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml, each only once trusted (cordon policy trust)")
 	fs.StringArrayVar(&o.deny, "deny", nil, "deny execs matching RULE (repeatable), e.g. --deny \"git push\"")
 	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable)")
+	fs.StringArrayVar(&o.allowNet, "allow-net", nil, "allow connections to HOST[:PORT] through cordon's proxy (repeatable; implies --net filter): *.example.com = subdomains only, * = any public host, no port = 80 and 443, HOST:* = any port")
+	fs.StringArrayVar(&o.denyNet, "deny-net", nil, "deny connections to HOST[:PORT] (repeatable; implies --net filter); deny wins over allow")
 	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")
 	fs.BoolVar(&o.noDefaults, "no-defaults", false, "do not apply the built-in deny list of destructive system commands; overrides the policy file's")
 	fs.BoolVar(&o.noWritable, "deny-writable-exec", false, "refuse programs on a writable mount (the working directory, /tmp, --rw paths) or in memory (memfd): what the workload could have written itself; overrides the policy file's deny_writable_exec")
@@ -69,7 +72,7 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 	}
 	// The examples describe the file: check them before the flags change
 	// what the file says, so an extra --deny does not break a run.
-	if len(l.File.Config.Examples) > 0 {
+	if nw := l.File.Config.Network; len(l.File.Config.Examples) > 0 || (nw != nil && len(nw.Examples) > 0) {
 		if _, err := policy.Compile(l.Config()); err != nil {
 			return nil, err
 		}
@@ -99,6 +102,31 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 		e.cfg.Rules = append(e.cfg.Rules, policy.Rule{Decision: policy.Allow, Pattern: r, Source: "--allow"})
 	}
 	e.cfg.Env = o.envFlags.apply(e.cfg.Env)
+	if len(o.allowNet)+len(o.denyNet) > 0 {
+		nw := &policy.Network{}
+		if e.cfg.Network != nil {
+			nw.Rules = append(nw.Rules, e.cfg.Network.Rules...)
+		}
+		for _, list := range []struct {
+			d     policy.Decision
+			flag  string
+			rules []string
+		}{{policy.Deny, "--deny-net", o.denyNet}, {policy.Allow, "--allow-net", o.allowNet}} {
+			for _, text := range list.rules {
+				r, err := policy.ParseNetRule(list.d, text)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", list.flag, err)
+				}
+				r.Source = list.flag
+				nw.Rules = append(nw.Rules, r)
+			}
+		}
+		e.cfg.Network = nw
+	} else if e.cfg.Network != nil {
+		nw := *e.cfg.Network
+		nw.Examples = nil
+		e.cfg.Network = &nw
+	}
 	if e.pol, err = policy.Compile(e.cfg); err != nil {
 		return nil, err
 	}
@@ -154,6 +182,11 @@ func loadPolicyFile(file string, warn io.Writer, use trustUse) (*config.Loaded, 
 	if l != nil {
 		for _, w := range l.Warnings {
 			fmt.Fprintf(warn, "cordon: warning: %s\n", w)
+		}
+		if l.File != nil {
+			for _, n := range l.File.Notices {
+				fmt.Fprintf(warn, "cordon: notice: %s\n", n)
+			}
 		}
 		if err == nil && !l.Trusted {
 			fmt.Fprintf(warn, "cordon: warning: %s is not trusted: a run refuses it until you review it and run \"cordon policy trust %s\"\n", l.Path, l.Path)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -29,10 +30,12 @@ order with its source: file:line, --deny, --allow or builtin.
 
 Rule flags change what was loaded as they do for a run: --deny and --allow
 rules come after the file's, --env-deny and --env-pass patterns after the
-file's env section; --default and --no-defaults, when given, replace the
-file's default and defaults (which also switch the built-in credential
-names of the environment scrub on or off).`,
+file's env section, --allow-net and --deny-net after its network rules;
+--default and --no-defaults, when given, replace the file's default and
+defaults (which also switch the built-in credential names of the
+environment scrub on or off).`,
 		Example: `  cordon policy show
+  cordon policy show --allow-net registry.npmjs.org --deny-net '*.evil.example'
   cordon policy show --policy fence.json
   cordon policy show --env-pass GITHUB_TOKEN --json | jq .env
   cordon policy show --default deny --allow "git status" --json | jq '.rules[] | select(.source != "builtin")'`,
@@ -63,6 +66,10 @@ type shownPolicy struct {
 	BuiltinsFrom string      `json:"builtins_from"`
 	Rules        []shownRule `json:"rules"`
 	Examples     int         `json:"examples"`
+	// Network is "host" (no network section: the host's network unless
+	// --net says otherwise) or "filter"; NetRules are its rules.
+	Network  string         `json:"network"`
+	NetRules []shownNetRule `json:"net_rules"`
 	// Env is the environment scrub: names removed from the sandbox's
 	// environment (built-in credential names first) and names kept anyway.
 	Env shownEnv `json:"env"`
@@ -77,6 +84,15 @@ type shownEnvRule struct {
 	Pattern string `json:"pattern"`
 	Source  string `json:"source"`
 	Why     string `json:"why,omitempty"`
+}
+
+type shownNetRule struct {
+	Decision string   `json:"decision"`
+	Host     string   `json:"host"`
+	Ports    string   `json:"ports"`
+	For      []string `json:"for,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	Source   string   `json:"source"`
 }
 
 type shownRule struct {
@@ -119,6 +135,21 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 		s.Rules = append(s.Rules, shownRule{Decision: r.Decision.String(), Pattern: r.Pattern,
 			Message: r.Message, Source: r.Source, Override: r.Override, Final: r.Final})
 	}
+	s.Network, s.NetRules = "host", []shownNetRule{}
+	if np := eff.pol.Network(); np != nil {
+		s.Network = "filter"
+		for _, r := range np.Rules() {
+			ports := "80,443"
+			switch {
+			case r.AnyPort:
+				ports = "any"
+			case len(r.Ports) > 0:
+				ports = fmt.Sprint(r.Ports[0])
+			}
+			s.NetRules = append(s.NetRules, shownNetRule{Decision: r.Decision.String(), Host: r.Host,
+				Ports: ports, For: r.For, Message: r.Message, Source: r.Source})
+		}
+	}
 	out := cmd.OutOrStdout()
 	if o.json {
 		enc := json.NewEncoder(out)
@@ -141,19 +172,42 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	}
 	if len(s.Rules) == 0 {
 		fmt.Fprintln(out, "rules:    none")
+	} else {
+		fmt.Fprintln(out, "rules, in evaluation order (the strictest match wins):")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, r := range s.Rules {
+			dec := r.Decision
+			if r.Override {
+				dec += " (override)"
+			}
+			if r.Final {
+				dec += " (final)"
+			}
+			line := fmt.Sprintf("  %s\t%s\t%s", r.Source, dec, r.Pattern)
+			if r.Message != "" {
+				line += "  # " + r.Message
+			}
+			fmt.Fprintln(tw, line)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if s.Network == "host" {
+		fmt.Fprintln(out, "network:  no network rules (the host's network unless --net none or filter)")
 		return nil
 	}
-	fmt.Fprintln(out, "rules, in evaluation order (the strictest match wins):")
+	if len(s.NetRules) == 0 {
+		fmt.Fprintln(out, "network:  filter, no rule: every outbound connection is denied")
+		return nil
+	}
+	fmt.Fprintln(out, "network:  filter; rules (deny wins over ask over allow; nothing matching is denied):")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	for _, r := range s.Rules {
-		dec := r.Decision
-		if r.Override {
-			dec += " (override)"
+	for _, r := range s.NetRules {
+		line := fmt.Sprintf("  %s\t%s\t%s\tports %s", r.Source, r.Decision, r.Host, r.Ports)
+		if len(r.For) > 0 {
+			line += "\tfor " + strings.Join(r.For, ",")
 		}
-		if r.Final {
-			dec += " (final)"
-		}
-		line := fmt.Sprintf("  %s\t%s\t%s", r.Source, dec, r.Pattern)
 		if r.Message != "" {
 			line += "  # " + r.Message
 		}

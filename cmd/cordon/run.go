@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/daemon"
+	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"github.com/spf13/cobra"
@@ -74,6 +75,16 @@ are matched against its arguments the way the program parses them ("git
 push" matches "git -C dir push origin"). The strictest matching rule wins
 (deny over ask over allow); the default applies when none matches.
 
+--net filter gives the sandbox a network namespace with loopback only; the
+one way out is cordon's proxy on the sandbox's loopback (HTTP and CONNECT on
+127.0.0.1:3128, SOCKS5 on 127.0.0.1:1080; http_proxy, https_proxy, all_proxy
+and the like point there). Each connection is decided by the network rules
+(--allow-net, --deny-net, the policy's network section; deny wins, nothing
+matching is denied), the name is resolved on the host, and addresses that are
+not globally reachable (private, loopback, link-local, metadata...) are
+refused unless a rule names that exact host. --allow-net or --deny-net, or a
+policy with a network section, imply --net filter.
+
 An ask rule is answered by --ask: deny (the default), allow, or tty, which
 prompts on cordon's own terminal (never the command's stdin) and denies when
 there is no answer within --ask-timeout.
@@ -96,6 +107,8 @@ cannot make paths inside them read-only or hide anything, and --net none is
 refused. With neither it refuses (exit 125). Naming a tier silences the
 line; "cordon doctor" shows the tier runs get here.`,
 		Example: `  cordon run --deny "git push" -- bash
+  cordon run --allow-net registry.npmjs.org --allow-net '*.github.com' -- npm ci
+  cordon run --net filter --allow-net 10.0.0.5:8080 --audit - -- ./agent.sh
   cordon run --policy ./agent-policy.yaml --ask tty -- bash
   cordon run --net none --rw ~/.cache -- make test
   cordon run --audit audit.jsonl -- ./agent.sh
@@ -113,6 +126,17 @@ line; "cordon doctor" shows the tier runs get here.`,
 	cmd.Flags().SetInterspersed(false)
 	addRunFlags(cmd.Flags(), opts)
 	return cmd
+}
+
+// netAsker is asker for network ask rules.
+func (o *runOptions) netAsker() (func(*netproxy.Record) bool, error) {
+	switch o.ask {
+	case "allow":
+		return func(*netproxy.Record) bool { return true }, nil
+	case "tty":
+		return runner.AskTerminalNet(o.askTimeout, os.Stderr), nil
+	}
+	return nil, nil
 }
 
 // asker returns how ask decisions are answered: nil (deny), always
@@ -155,9 +179,13 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--verify: %w", err)
 	}
-	netMode, err := bwrap.ParseNet(o.net)
+	netMode, err := o.netMode(cmd.Flags(), eff)
 	if err != nil {
-		return fmt.Errorf("--net: %w", err)
+		return err
+	}
+	askNet, err := o.netAsker()
+	if err != nil {
+		return err
 	}
 	if o.timeout < 0 || o.killGrace < 0 {
 		return errors.New("--timeout and --kill-grace must not be negative")
@@ -168,8 +196,8 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
-		if netMode != bwrap.NetHost || len(o.rw) > 0 || len(o.ro) > 0 {
-			return errors.New("--net, --rw and --ro need --isolation bwrap (or landlock for --rw)")
+		if (netMode != "" && netMode != bwrap.NetHost) || eff.cfg.Network != nil || len(o.rw) > 0 || len(o.ro) > 0 {
+			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap (landlock takes --rw and --ro)")
 		}
 	}
 	var audit io.Writer
@@ -193,6 +221,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		Dir:                  dir,
 		Policy:               eff.pol,
 		Ask:                  ask,
+		AskNet:               askNet,
 		Isolation:            iso,
 		Verify:               verify,
 		RW:                   absAll(o.rw),

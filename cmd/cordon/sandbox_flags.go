@@ -34,13 +34,13 @@ func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 	addRuleFlags(fs, &o.ruleFlags)
 	fs.StringArrayVar(&o.rw, "rw", nil, "bind PATH read-write into the sandbox (repeatable)")
 	fs.StringArrayVar(&o.ro, "ro", nil, "bind PATH read-only into the sandbox (repeatable)")
-	fs.StringVar(&o.net, "net", "host", "network: host or none")
+	fs.StringVar(&o.net, "net", "host", "network: host, none (loopback only) or filter (loopback, and cordon's proxy as the only way out, deciding every connection by the network rules: --allow-net, --deny-net, the policy's network section); a policy with network rules means filter")
 	fs.StringVar(&o.isolation, "isolation", "auto", isolationUsage)
 }
 
 // sandboxChanged reports whether any sandbox flag was given.
 func sandboxChanged(fs *pflag.FlagSet) bool {
-	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "env-deny", "env-pass", "rw", "ro", "net", "isolation"} {
+	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "env-deny", "env-pass", "rw", "ro", "net", "allow-net", "deny-net", "isolation"} {
 		if fs.Changed(n) {
 			return true
 		}
@@ -56,12 +56,13 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
-	doc, err := policyDocument(eff.cfg)
+	netMode, err := o.netMode(fs, eff)
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
-	if _, err := bwrap.ParseNet(o.net); err != nil {
-		return sandbox.SessionSpec{}, fmt.Errorf("--net: %w", err)
+	doc, err := policyDocument(eff.cfg)
+	if err != nil {
+		return sandbox.SessionSpec{}, err
 	}
 	iso, err := runner.ParseIsolation(o.isolation)
 	if err != nil {
@@ -73,7 +74,7 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 	}
 	return sandbox.SessionSpec{
 		Dir: dir, Env: clientEnv(), Policy: doc,
-		RW: absAll(o.rw), RO: absAll(o.ro), Net: o.net, Isolation: string(iso),
+		RW: absAll(o.rw), RO: absAll(o.ro), Net: string(netMode), Isolation: string(iso),
 	}, nil
 }
 
@@ -102,4 +103,37 @@ func (o *envFlags) apply(env policy.EnvConfig) policy.EnvConfig {
 		out.Pass = append(out.Pass, policy.EnvRule{Pattern: p, Source: "--env-pass"})
 	}
 	return out
+}
+
+// netMode checks --net against the network rules and folds --net filter
+// into the policy: a filtered sandbox with no rule has an empty network
+// section (nothing goes out), so one-shot runs and sessions (which get the
+// policy as a document) see the same thing. Empty means the default: the
+// host's network, or filter when the policy has network rules.
+func (o *sandboxFlags) netMode(fs *pflag.FlagSet, eff *effectivePolicy) (bwrap.Net, error) {
+	mode, err := bwrap.ParseNet(o.net)
+	if err != nil {
+		return "", fmt.Errorf("--net: %w", err)
+	}
+	if !fs.Changed("net") {
+		return "", nil
+	}
+	switch {
+	case mode == bwrap.NetHost && eff.cfg.Network != nil:
+		return "", fmt.Errorf("--net host: the policy has network rules (%s), which only --net filter enforces: drop --net host, or the rules", netRulesFrom(eff))
+	case mode == bwrap.NetFilter && eff.cfg.Network == nil:
+		eff.cfg.Network = &policy.Network{}
+		if eff.pol, err = policy.Compile(eff.cfg); err != nil {
+			return "", err
+		}
+	}
+	return mode, nil
+}
+
+// netRulesFrom says where the network rules came from.
+func netRulesFrom(eff *effectivePolicy) string {
+	if rules := eff.cfg.Network.Rules; len(rules) > 0 {
+		return rules[0].Source
+	}
+	return policyLabel(eff.loaded)
 }

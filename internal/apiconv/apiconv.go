@@ -57,6 +57,8 @@ func APIDecision(d service.ExecDecision) api.ExecDecision {
 	return api.ExecDecision{
 		Time: d.Time, Decision: d.Decision, Asked: d.Asked, Rule: d.Rule, Argv: d.Argv,
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
+		Kind: d.Kind, Host: d.Host, Port: d.Port, Addr: d.Addr,
+		BytesUp: d.BytesUp, BytesDown: d.BytesDown, DurationMs: d.DurationMs,
 	}
 }
 
@@ -65,6 +67,8 @@ func Decision(d api.ExecDecision) service.ExecDecision {
 	return service.ExecDecision{
 		Time: d.Time, Decision: d.Decision, Asked: d.Asked, Rule: d.Rule, Argv: d.Argv,
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
+		Kind: d.Kind, Host: d.Host, Port: d.Port, Addr: d.Addr,
+		BytesUp: d.BytesUp, BytesDown: d.BytesDown, DurationMs: d.DurationMs,
 	}
 }
 

@@ -121,7 +121,7 @@ func run() int {
 	execs := flag.Int("execs", 0, "override the number of execs per run")
 	rounds := flag.Int("rounds", 0, "override the number of rounds")
 	parallel := flag.String("parallel", "", "override the concurrency levels, e.g. 2,8")
-	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor,sessions); empty: all")
+	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor,sessions,network); empty: all")
 	render := flag.String("render", "", "print the table and redraw overhead.svg from an earlier results.json, without measuring")
 	var compare compareFlag
 	flag.Var(&compare, "compare", "NAME=BINARY: another cordon build to measure alongside (repeatable)")
@@ -181,6 +181,7 @@ func run() int {
 		{"policy", h.policyBench},
 		{"supervisor", h.supervisorBench},
 		{"sessions", h.sessions},
+		{"network", h.network},
 	}
 	for _, s := range steps {
 		if !want(s.name) || (s.name == "supervisor" && !cfg.Supervisor) {

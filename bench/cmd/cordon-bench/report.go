@@ -28,6 +28,7 @@ type results struct {
 	Policy     []benchResult   `json:"policy,omitempty"`
 	Supervisor []benchResult   `json:"supervisor_internals,omitempty"`
 	Sessions   *sessionsResult `json:"sessions,omitempty"`
+	Network    *networkResult  `json:"network,omitempty"`
 	Bars       []bar           `json:"bars"`
 }
 
@@ -146,6 +147,13 @@ func evaluateBars(r *results) []bar {
 	} else {
 		add("idle session RSS (host side)", "<= 15 MiB", false, "", false)
 	}
+	if n := r.Network; n != nil {
+		add("100 MB download through the proxy (CONNECT tunnel), proxied/direct", ">= 0.9", true, fmtRatio(n.ConnectRatio), n.ConnectRatio.Median >= 0.9)
+		add("100 MB download through the proxy (SOCKS5 tunnel), proxied/direct", ">= 0.9", true, fmtRatio(n.SOCKSRatio), n.SOCKSRatio.Median >= 0.9)
+		add("100 MB download through the proxy (plain HTTP), proxied/direct", ">= 0.9", true, fmtRatio(n.HTTPRatio), n.HTTPRatio.Median >= 0.9)
+	} else {
+		add("100 MB download through the proxy, proxied/direct", ">= 0.9", false, "", false)
+	}
 	return bars
 }
 
@@ -240,6 +248,7 @@ func printTable(w io.Writer, r *results) {
 		b.WriteString("\n")
 	}
 	printSessions(&b, r.Sessions)
+	printNetwork(&b, r.Network)
 	fmt.Fprintf(&b, "### bars (issue 7, item 3)\n\n| bar | this run | target | status |\n|---|---|---|---|\n")
 	for _, x := range r.Bars {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, x.Value, x.Target, x.Status)
