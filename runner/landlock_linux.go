@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/config"
 	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -203,6 +206,9 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 // one-shot command's environment. It returns the directory.
 func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) {
 	level := isolation.NewLandlockLevel(isolation.LandlockABI())
+	if err := landlockKeepsOwnState(sp.box); err != nil {
+		return "", err
+	}
 	tmp, err := os.MkdirTemp("", "cordon-tmp-")
 	if err != nil {
 		return "", &SetupError{Err: fmt.Errorf("making the run's temporary directory: %w", err)}
@@ -240,4 +246,37 @@ func removeTmp(dir string) {
 	if dir != "" {
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// landlockKeepsOwnState refuses a writable set that holds cordon's own
+// state: the trust store (which says what policy the next run loads) or a
+// daemon's directory (its discovery file says where cordon's client
+// connects). The bwrap tier binds them read-only or hides them; Landlock
+// cannot take them out of a writable tree, so the run would let the
+// workload choose the next run's policy.
+func landlockKeepsOwnState(box bwrap.Spec) error {
+	opts := config.Options{Dir: box.Dir}
+	if box.Dir == "" {
+		opts.Dir = "/"
+	}
+	var own []string
+	if store, err := config.TrustStoreFor(opts); err == nil && store.Dir() != "" {
+		own = append(own, store.Dir())
+	}
+	own = append(own, box.Hide...)
+	writable := append([]string{}, box.RW...)
+	if box.Dir != "" && filepath.Clean(box.Dir) != "/" {
+		writable = append(writable, box.Dir)
+	}
+	for _, o := range own {
+		o = filepath.Clean(o)
+		for _, w := range writable {
+			w = filepath.Clean(w)
+			if o == w || strings.HasPrefix(o, strings.TrimSuffix(w, "/")+"/") {
+				return &SetupError{Err: fmt.Errorf("the landlock tier cannot keep %s read-only inside the writable %s (cordon's trust store or daemon state: a command could choose the next run's policy)", o, w),
+					Hint: "run from a directory below it (a project, not your home directory), or make bubblewrap work here (cordon doctor says how)"}
+			}
+		}
+	}
+	return nil
 }

@@ -336,3 +336,17 @@ func TestIsolationLandlockCannotUseDaemon(t *testing.T) {
 	assert.Contains(t, r.stderr, "processes inside a cordon sandbox may not use the daemon")
 	assert.NotEqual(t, 0, r.code)
 }
+
+// A writable set that holds cordon's trust store (running from the home
+// directory) is refused in the landlock tier: Landlock cannot keep the
+// store read-only, and the store decides the next run's policy.
+func TestIsolationLandlockRefusesWritableTrustStore(t *testing.T) {
+	requireLandlock(t)
+	work := t.TempDir()
+	r := runCordon(t, runOpts{dir: work, env: []string{"XDG_STATE_HOME=" + filepath.Join(work, "state")}},
+		"--isolation", "landlock", "--", "sh", "-c", "echo ran > f")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "cannot keep "+filepath.Join(work, "state", "cordon"))
+	_, err := os.Stat(filepath.Join(work, "f"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
+}
