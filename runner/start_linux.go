@@ -453,7 +453,7 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 		s.nsInit = nsInitPidfd(s.initPid)
 	}
 	opts := sp.sup
-	opts.RootPid, opts.Logger = s.initPid, s.log
+	opts.RootPid, opts.Logger, opts.HostView = s.initPid, s.log, s.bare
 	if m.PtraceOnly {
 		s.warn(ptraceOnlyWarning)
 		s.sup, err = supervisor.NewPtraceOnly(s.initPid, sp.policy, opts)

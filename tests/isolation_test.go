@@ -202,6 +202,17 @@ func TestIsolationAutoInContainerSeccompUnprivileged(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.stdout, "65534\n"), r.stdout)
 	require.Len(t, stepDownLines(r.stderr), 1, r.stderr)
 	h.check(t, r)
+
+	// A session's sandbox (exec without a daemon) the same way: its
+	// processes are spawned by the init's shims, and an unprivileged
+	// supervisor verifies their execs too.
+	h2 := newTierHost(t)
+	r = runCordonVia(t, runOpts{dir: h2.work, env: []string{"HOME=" + h2.work}},
+		setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", nsdeny, bin,
+		"exec", "--no-daemon", "--deny", "git push", "--", "sh", "-c", "id -u; "+h2.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stdout, "65534\n"), r.stdout)
+	h2.check(t, r)
 }
 
 // No bubblewrap on PATH: auto says so and what to install.
