@@ -231,7 +231,7 @@ func TestIsolationAutoWithoutBwrap(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Symlink(strings.TrimSpace(string(py)), filepath.Join(bins, "python3")))
 	r := runCordonVia(t, runOpts{dir: h.work, env: []string{"PATH=" + bins}},
-		cordonBin, "--deny", "git push", "--", "sh", "-c", h.script())
+		cordonBin, "--isolation", "auto", "--deny", "git push", "--", "sh", "-c", h.script())
 	assert.Equal(t, 0, r.code, r.stderr)
 	lines := stepDownLines(r.stderr)
 	require.Len(t, lines, 1, r.stderr)
