@@ -3,6 +3,7 @@ module github.com/cordon-sandbox/cordon
 go 1.24.0
 
 require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/landlock-lsm/go-landlock v0.10.1
 	github.com/seccomp/libseccomp-golang v0.11.1
 	github.com/spf13/cobra v1.10.2

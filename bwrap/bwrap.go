@@ -84,6 +84,14 @@ type Spec struct {
 	// directory whose lock files must be creatable, while hooks/ or
 	// commondir created beside them must not reach the user's git).
 	Private []string
+	// Unreadable lists files and directories the sandbox must not read,
+	// each covered after every bind by an empty object of mode 000 on a
+	// read-only mount: the sandbox has no capabilities, so opening it fails
+	// with EACCES even for uid 0, and its mode cannot be changed (EROFS). A
+	// directory gets a tmpfs; a file gets UnreadableFile, an empty file of
+	// mode 000 on the host, bound over it.
+	Unreadable     []Unreadable
+	UnreadableFile string
 	// Privileged means bwrap runs as root. bwrap then keeps the caller's
 	// capabilities in the sandbox unless told otherwise, which would let
 	// the command remount, trace or escape; Args drops them all.
@@ -140,6 +148,18 @@ func (s *Spec) Args() ([]string, error) {
 		}
 		a = append(a, b.op, b.path, b.path)
 	}
+	// After every bind, so no bind of a parent (or a protected parent's
+	// read-only self-bind) can cover them again.
+	for _, u := range s.Unreadable {
+		if u.Dir {
+			a = append(a, "--perms", "0000", "--tmpfs", u.Path, "--remount-ro", u.Path)
+			continue
+		}
+		if s.UnreadableFile == "" {
+			return nil, fmt.Errorf("bwrap spec: unreadable file %s without a placeholder", u.Path)
+		}
+		a = append(a, "--ro-bind", s.UnreadableFile, u.Path)
+	}
 	for _, p := range s.Hide {
 		a = append(a, "--tmpfs", p)
 	}
@@ -168,6 +188,12 @@ func (s *Spec) Args() ([]string, error) {
 }
 
 type bind struct{ op, path string }
+
+// Unreadable is one path covered by an empty object of mode 000.
+type Unreadable struct {
+	Path string
+	Dir  bool
+}
 
 // protect appends to binds what Spec.Protect asks for: for each path that
 // a writable bind holds (the deepest bind containing it decides, the last

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -330,4 +331,30 @@ func TestSpecArgsPrivate(t *testing.T) {
 		"--bind /c/.git/worktrees/wt",
 		"--ro-bind /c/.git/worktrees/wt/gitdir",
 	}, mounts)
+}
+
+// TestArgsFiles: private state is a tmpfs in depth order with the binds (a
+// bind below it still shows); unreadable paths come after every bind, a
+// directory as a mode-000 read-only tmpfs, a file covered by the
+// placeholder.
+func TestArgsFiles(t *testing.T) {
+	s := Spec{Dir: "/home/me/repo", RW: []string{"/home/me/.cache/go-build"}, Private: []string{"/home/me/.cache"},
+		Protect:        []string{"/home/me/repo/.git/hooks"},
+		Unreadable:     []Unreadable{{Path: "/home/me/.aws", Dir: true}, {Path: "/home/me/repo/.env"}},
+		UnreadableFile: "/tmp/cordon-files-1/denied", Command: []string{"sh"}}
+	a, err := s.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(a, " ")
+	want := "--bind /home/me/repo /home/me/repo --tmpfs /home/me/.cache --bind /home/me/.cache/go-build /home/me/.cache/go-build " +
+		"--bind /home/me/repo/.git /home/me/repo/.git --ro-bind /home/me/repo/.git/hooks /home/me/repo/.git/hooks " +
+		"--perms 0000 --tmpfs /home/me/.aws --remount-ro /home/me/.aws --ro-bind /tmp/cordon-files-1/denied /home/me/repo/.env --unshare-pid"
+	if !strings.Contains(got, want) {
+		t.Errorf("args:\n%s\nwant in them:\n%s", got, want)
+	}
+	s.UnreadableFile = ""
+	if _, err := s.Args(); err == nil {
+		t.Error("an unreadable file without a placeholder must be an error")
+	}
 }

@@ -1,4 +1,7 @@
-// Package policy parses, compiles and evaluates cordon's exec rules.
+// Package policy parses, compiles and evaluates cordon's exec rules, and
+// holds the files part of a policy (FilePolicy: what the sandbox may not
+// read or change, extra binds, presets, the built-in lists) with the
+// matching of paths against it; the runner applies it to the file system.
 //
 // A Policy is compiled once and is then immutable and safe for concurrent
 // use: the supervisor calls Decide for every execve/execveat it intercepts.

@@ -79,12 +79,23 @@ func (e *ParseError) Error() string {
 //	      for: npm                    # optional: only npm processes and their descendants
 //	  examples:
 //	    - deny: example.com:443
+//	net: none             # optional: host, none or filter
+//	files:                # optional: see FilePolicy
+//	  deny_read: ["~/.ssh/id_*", "**/.env*"]
+//	  deny_write: [generated]
+//	  allow_write: [~/.cache/tool]
+//	  read_only: [/opt/sdk]
+//	  writable: [go-cache]
+//	  examples:
+//	    - deny_read: ~/.ssh/id_ed25519
 //	programs:             # option tables (see Config.Tools)
 //	  rg:
 //	    value_options: [-g, --glob]
 //
 // A fence config's command and ssh sections are read (see fenceSSH); a
 // codex .rules file is read by package policy/codex, not here.
+// A fence config's filesystem.denyRead, allowWrite and denyWrite are
+// imported into the files part.
 func Parse(name string, data []byte) (f *File, err error) {
 	defer func() {
 		// The YAML library is third-party code fed untrusted input; a
@@ -289,7 +300,7 @@ func (p *parser) words(n *yaml.Node, what string) ([]string, bool, error) {
 	return nil, false, p.errf(n, "%s: want a string or a list of strings", what)
 }
 
-var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "env", "rules", "examples", "programs"}
+var cordonKeys = []string{"version", "default", "defaults", "deny_writable_exec", "net", "files", "env", "rules", "examples", "programs"}
 
 // fenceKeys are the top-level keys of a fence config.
 var fenceKeys = map[string]bool{
@@ -362,6 +373,19 @@ func (p *parser) cordon(keys []entry) error {
 			cfg.DenyWritable = b
 		case "env":
 			if err := p.env(e.val); err != nil {
+				return err
+			}
+		case "net":
+			s, err := p.str(e.val, "net")
+			if err != nil {
+				return err
+			}
+			if s != "host" && s != "none" && s != "filter" {
+				return p.errf(e.val, "net: unknown network mode %q (want host, none or filter)", s)
+			}
+			cfg.Net = s
+		case "files":
+			if err := p.files(e.val); err != nil {
 				return err
 			}
 		case "rules":
@@ -573,6 +597,10 @@ func (p *parser) fence(keys []entry) error {
 			ssh = e.val
 		case "network":
 			if err := p.fenceNetwork(e.val); err != nil {
+				return err
+			}
+		case "filesystem":
+			if err := p.fenceFilesystem(e.val); err != nil {
 				return err
 			}
 		case "$schema":
@@ -881,6 +909,222 @@ func (p *parser) fenceNetwork(n *yaml.Node) error {
 			}
 		default:
 			p.warnf(e.kline, "fence key network.%s is ignored: cordon filters by allowedDomains and deniedDomains", e.key)
+		}
+	}
+	return nil
+}
+
+var filesKeys = []string{"deny_read", "deny_write", "allow_write", "read_only", "writable", "examples"}
+
+// files reads the files section.
+func (p *parser) files(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, "files: want a mapping (keys %s)", strings.Join(filesKeys, ", "))
+	}
+	entries, err := p.mapping(n)
+	if err != nil {
+		return err
+	}
+	f := &p.file.Config.Files
+	for _, e := range entries {
+		what := "files." + e.key
+		switch e.key {
+		case "deny_read", "deny_write":
+			rules, err := p.fileRules(e.val, what)
+			if err != nil {
+				return err
+			}
+			if e.key == "deny_read" {
+				f.DenyRead = append(f.DenyRead, rules...)
+			} else {
+				f.DenyWrite = append(f.DenyWrite, rules...)
+			}
+		case "allow_write", "read_only":
+			paths, err := p.strings(e.val, what)
+			if err != nil {
+				return err
+			}
+			for i, s := range paths {
+				if !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/") {
+					return p.errf(e.val.Content[i], "%s: %q: want an absolute path or one under ~/", what, s)
+				}
+			}
+			if e.key == "allow_write" {
+				f.AllowWrite = append(f.AllowWrite, paths...)
+			} else {
+				f.ReadOnly = append(f.ReadOnly, paths...)
+			}
+		case "writable":
+			names, err := p.strings(e.val, what)
+			if err != nil {
+				return err
+			}
+			for i, s := range names {
+				if _, ok := Presets[s]; !ok {
+					return p.errf(e.val.Content[i], "%s: unknown preset %q (want one of %s)", what, s, strings.Join(PresetNames(), ", "))
+				}
+			}
+			f.Writable = append(f.Writable, names...)
+		case "examples":
+			if err := p.fileExamples(e.val); err != nil {
+				return err
+			}
+		default:
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("files: unknown key %q (want %s)", e.key, strings.Join(filesKeys, ", "))}
+		}
+	}
+	return nil
+}
+
+// strings reads a list of strings (or one string).
+func (p *parser) strings(n *yaml.Node, what string) ([]string, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind == yaml.ScalarNode {
+		return []string{n.Value}, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, "%s: want a list of strings", what)
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, c := range n.Content {
+		s, err := p.str(deref(c), what)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (p *parser) fileRules(n *yaml.Node, what string) ([]FileRule, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	var out []FileRule
+	for _, c := range items {
+		c = deref(c)
+		s, err := p.str(c, what)
+		if err != nil {
+			return nil, err
+		}
+		if err := CheckFilePattern(s); err != nil {
+			return nil, p.errf(c, "%s: %v", what, err)
+		}
+		out = append(out, FileRule{Pattern: s, Source: p.source(c)})
+	}
+	return out, nil
+}
+
+var fileExampleKeys = map[string]struct {
+	access FileAccess
+	denied bool
+}{
+	"deny_read": {FileRead, true}, "read": {FileRead, false},
+	"deny_write": {FileWrite, true}, "write": {FileWrite, false},
+}
+
+func (p *parser) fileExamples(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return p.errf(n, "files.examples: want a list")
+	}
+	for i, item := range n.Content {
+		item = deref(item)
+		what := fmt.Sprintf("files.examples: example %d", i+1)
+		if item.Kind != yaml.MappingNode {
+			return p.errf(item, "%s: want a mapping with one of deny_read, read, deny_write, write", what)
+		}
+		entries, err := p.mapping(item)
+		if err != nil {
+			return err
+		}
+		if len(entries) != 1 {
+			return p.errf(item, "%s: want exactly one of deny_read, read, deny_write, write", what)
+		}
+		e := entries[0]
+		k, ok := fileExampleKeys[e.key]
+		if !ok {
+			return &ParseError{File: p.file.Name, Line: e.kline,
+				Msg: fmt.Sprintf("%s: unknown key %q (want deny_read, read, deny_write, write)", what, e.key)}
+		}
+		s, err := p.str(e.val, what)
+		if err != nil {
+			return err
+		}
+		if err := CheckFilePattern(s); err != nil || strings.HasPrefix(s, "!") {
+			return p.errf(e.val, "%s: %q is not a path (absolute, ~/..., or relative to the working directory)", what, s)
+		}
+		p.file.Config.Files.Examples = append(p.file.Config.Files.Examples,
+			FileExample{Access: k.access, Path: s, Denied: k.denied, Source: p.source(item)})
+	}
+	return nil
+}
+
+// fenceFilesystem imports a fence config's filesystem section: denyRead,
+// allowWrite and denyWrite become the files section's deny_read,
+// allow_write and deny_write. Fence writes paths relative to the working
+// directory as ./x; "." (the working directory) is writable anyway.
+func (p *parser) fenceFilesystem(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, "filesystem: want an object")
+	}
+	entries, err := p.mapping(n)
+	if err != nil {
+		return err
+	}
+	f := &p.file.Config.Files
+	for _, e := range entries {
+		what := "filesystem." + e.key
+		switch e.key {
+		case "denyRead", "denyWrite", "allowWrite":
+			paths, err := p.strings(e.val, what)
+			if err != nil {
+				return err
+			}
+			for i, s := range paths {
+				line := e.kline
+				if e.val.Kind == yaml.SequenceNode {
+					line = e.val.Content[i].Line
+				}
+				s = strings.TrimPrefix(s, "./")
+				if s == "." || s == "" {
+					continue
+				}
+				if e.key == "allowWrite" {
+					if !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/") {
+						p.warnf(line, "%s: %q is relative: only absolute paths and ~/ paths are bound (the working directory is writable anyway)", what, s)
+						continue
+					}
+					f.AllowWrite = append(f.AllowWrite, s)
+					continue
+				}
+				if err := CheckFilePattern(s); err != nil {
+					return &ParseError{File: p.file.Name, Line: line, Msg: fmt.Sprintf("%s: %v", what, err)}
+				}
+				r := FileRule{Pattern: s, Source: fmt.Sprintf("%s:%d", p.file.Name, line)}
+				if e.key == "denyRead" {
+					f.DenyRead = append(f.DenyRead, r)
+				} else {
+					f.DenyWrite = append(f.DenyWrite, r)
+				}
+			}
+		default:
+			p.warnf(e.kline, "fence key %q is ignored: cordon imports filesystem.denyRead, allowWrite and denyWrite", what)
 		}
 	}
 	return nil

@@ -111,6 +111,13 @@ type Config struct {
 	// Network, when set, filters the sandbox's network (--net filter):
 	// only connections its rules allow leave, through cordon's proxy.
 	Network *Network
+	// Files says what the sandbox may not read or change, and its extra
+	// binds (the policy file's files section). With Builtins, the built-in
+	// deny_read and deny_write rules come first.
+	Files FilePolicy
+	// Net is the network mode the policy file asks for ("host", "none" or
+	// "filter"); empty leaves it to the caller (--net).
+	Net string
 }
 
 // ToolOptions is a program's option table as a policy gives it.
@@ -246,6 +253,8 @@ type Policy struct {
 	def          Decision
 	denyWritable bool
 	env          EnvConfig
+	filePolicy   FilePolicy
+	netMode      string
 	rules        []Rule
 	// matchers holds one compiled matcher per rule and per distinct
 	// option table among the rule's program alternatives.
@@ -364,10 +373,27 @@ func (p *Policy) Explain(ex Example) *Rule {
 }
 
 func compile(cfg Config, firstEdition bool) (*Policy, error) {
-	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, byName: map[string]*progRules{}, toolDefs: cfg.Tools}
+	p := &Policy{def: cfg.Default, denyWritable: cfg.DenyWritable, netMode: cfg.Net, byName: map[string]*progRules{}, toolDefs: cfg.Tools}
 	if cfg.Default > Deny {
 		return nil, fmt.Errorf("invalid default %s", cfg.Default)
 	}
+	switch cfg.Net {
+	case "", "host", "none", "filter":
+	default:
+		return nil, fmt.Errorf("invalid network mode %q (want host, none or filter)", cfg.Net)
+	}
+	if err := checkFiles(&cfg.Files); err != nil {
+		return nil, err
+	}
+	p.filePolicy = cfg.Files
+	p.filePolicy.DenyRead = append([]FileRule(nil), cfg.Files.DenyRead...)
+	p.filePolicy.DenyWrite = append([]FileRule(nil), cfg.Files.DenyWrite...)
+	if cfg.Builtins {
+		r, w := BuiltinFiles()
+		p.filePolicy.DenyRead = append(r, p.filePolicy.DenyRead...)
+		p.filePolicy.DenyWrite = append(w, p.filePolicy.DenyWrite...)
+	}
+	p.filePolicy.Examples = nil
 	ts, err := newToolSet(cfg.Tools)
 	if err != nil {
 		return nil, err
@@ -446,6 +472,11 @@ func compile(cfg Config, firstEdition bool) (*Policy, error) {
 			return nil, err
 		}
 	}
+	fe := p.filePolicy
+	fe.Examples = cfg.Files.Examples
+	if err := checkFileExamples(&fe); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -507,6 +538,20 @@ func (p *Policy) Network() *NetPolicy { return p.net }
 
 // DenyWritable reports whether executables the sandbox can write are refused.
 func (p *Policy) DenyWritable() bool { return p.denyWritable }
+
+// FilePolicy returns the files part in force: the built-in rules (when
+// enabled) ahead of the configured ones, the binds and presets. Examples are
+// left out (Compile checked them).
+func (p *Policy) FilePolicy() FilePolicy {
+	f := p.filePolicy
+	f.DenyRead = append([]FileRule(nil), f.DenyRead...)
+	f.DenyWrite = append([]FileRule(nil), f.DenyWrite...)
+	return f
+}
+
+// Net returns the network mode the policy asks for ("host", "none"), or ""
+// when it leaves it to the caller.
+func (p *Policy) Net() string { return p.netMode }
 
 // Default returns the decision applied when no rule matches.
 func (p *Policy) Default() Decision { return p.def }

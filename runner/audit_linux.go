@@ -128,3 +128,29 @@ func writeNetAudit(w io.Writer, r *netproxy.Record) {
 	}
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// fileRecord is one "kind":"file" line of --audit output: something the
+// files policy did at start (hide, protect, private, writable, created) or
+// a creation it refused (deny-create).
+type fileRecord struct {
+	Time    time.Time `json:"-"`
+	Kind    string    `json:"kind"`
+	TimeStr string    `json:"time"`
+	Action  string    `json:"action"`
+	Path    string    `json:"path"`
+	Target  string    `json:"target,omitempty"`
+	Rule    string    `json:"rule"`
+	RuleID  string    `json:"rule_id,omitempty"`
+	Pid     int       `json:"pid,omitempty"`
+	Syscall string    `json:"syscall,omitempty"`
+	Errno   int       `json:"errno,omitempty"`
+}
+
+func writeFileAudit(w io.Writer, r fileRecord) {
+	r.Kind, r.TimeStr = "file", r.Time.UTC().Format(time.RFC3339Nano)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -159,16 +160,19 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		pgrp:   true,
 		policy: l.o.Policy,
 		sup: supervisor.Options{
-			OnDecision: l.onDecision,
-			Ask:        l.o.Ask,
-			Verify:     l.o.Verify,
-			SearchPath: envValue(l.o.Env, "PATH"),
-			WedgeAfter: l.o.WedgeSupervisorAfter,
-			DropAfter:  l.o.DropSupervisorAfter,
+			OnDecision:     l.onDecision,
+			Ask:            l.o.Ask,
+			Verify:         l.o.Verify,
+			SearchPath:     envValue(l.o.Env, "PATH"),
+			WedgeAfter:     l.o.WedgeSupervisorAfter,
+			DropAfter:      l.o.DropSupervisorAfter,
+			OnCreateDenied: l.onCreateDenied,
 		},
 		log:    l.log,
 		onNet:  l.onNet,
 		askNet: l.o.AskNet,
+		home:   envValue(l.o.Env, "HOME"),
+		onFile: l.onFile,
 	})
 	if err != nil {
 		return Result{}, err
@@ -297,6 +301,24 @@ func (res Result) ended(ws unix.WaitStatus) Result {
 		res.ExitCode = exitcode.TimedOut
 	}
 	return res
+}
+
+// onCreateDenied reports a creation of a protected name the supervisor
+// refused.
+func (l *launch) onCreateDenied(v *supervisor.CreateVerdict) {
+	fmt.Fprintln(l.o.Stderr, v.DenialLine())
+	if l.o.Audit != nil {
+		writeFileAudit(l.o.Audit, fileRecord{Time: v.Time, Action: "deny-create", Path: v.Path, Target: v.Target,
+			Rule: "deny_write " + strconv.Quote(v.Name), RuleID: "deny_write", Pid: v.Pid, Syscall: v.Syscall, Errno: int(unix.EACCES)})
+	}
+	l.log.Debug("creation refused", "pid", v.Pid, "syscall", v.Syscall, "path", v.Path, "target", v.Target, "name", v.Name)
+}
+
+// onFile records what the files policy did at start in the audit log.
+func (l *launch) onFile(ev FileEvent) {
+	if l.o.Audit != nil {
+		writeFileAudit(l.o.Audit, fileRecord{Time: time.Now(), Action: ev.Action, Path: ev.Path, Rule: ev.Rule, RuleID: ev.RuleID})
+	}
 }
 
 func (l *launch) onDecision(d *supervisor.Verdict) {

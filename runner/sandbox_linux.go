@@ -48,6 +48,9 @@ type SandboxOptions struct {
 	// section, or Net filter); they run on the proxy's goroutines.
 	OnNet  func(*netproxy.Record)
 	AskNet func(*netproxy.Record) bool
+	// OnCreateDenied is told of every creation of a protected name the
+	// supervisor refused (supervisor.Options.OnCreateDenied).
+	OnCreateDenied func(*supervisor.CreateVerdict)
 	// SearchPath is the processes' PATH (supervisor.Options.SearchPath).
 	SearchPath string
 	// Verify selects race-free verification (supervisor.Options.Verify).
@@ -57,6 +60,9 @@ type SandboxOptions struct {
 	Exe string
 	// Isolation is the tier (IsolationAuto when empty).
 	Isolation Isolation
+	// Home is the caller's home directory, for ~ in the policy's files
+	// part; empty means cordon's own.
+	Home string
 }
 
 // Sandbox is a bubblewrap sandbox whose init spawns processes on request
@@ -173,10 +179,12 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 		exe:    o.Exe,
 		config: configMsg{Session: true, Dir: o.Dir},
 		policy: o.Policy,
-		sup:    supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify},
+		sup: supervisor.Options{OnDecision: o.OnDecision, Ask: o.Ask, SearchPath: o.SearchPath, Verify: o.Verify,
+			OnCreateDenied: o.OnCreateDenied},
 		log:    o.Logger,
 		onNet:  o.OnNet,
 		askNet: o.AskNet,
+		home:   o.Home,
 	})
 	if err != nil {
 		return nil, err

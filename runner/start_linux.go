@@ -159,6 +159,14 @@ type startSpec struct {
 	// answers its ask decisions (nil: deny).
 	onNet  func(*netproxy.Record)
 	askNet func(*netproxy.Record) bool
+	// home is the caller's home directory, for ~ in the files policy
+	// (empty: the HOME of cordon's own environment).
+	home string
+	// onFile, when set, is told what the files policy did at start (for
+	// the audit log); every event is logged at debug level too.
+	onFile func(FileEvent)
+	// files is the files policy expanded for this sandbox (set by argv).
+	files *fileLayout
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -183,6 +191,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 	log := sp.log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+		sp.log = log
 	}
 	note, err := sp.resolveIsolation(ctx, log)
 	if err != nil {
@@ -199,14 +208,6 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		// change, no memory writers) does not hold, so an exec that ptrace
 		// cannot verify is refused.
 		sp.sup.Verify = supervisor.VerifyPtrace
-	}
-	if cfg.Filter, err = supervisor.Filter(); err != nil {
-		return nil, &SetupError{Err: err}
-	}
-	if sp.fallback {
-		if cfg.Fallback, err = supervisor.FallbackFilter(); err != nil {
-			return nil, &SetupError{Err: err}
-		}
 	}
 	if err := checkDir(sp.box.Dir); err != nil {
 		return nil, err
@@ -231,8 +232,30 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		}
 	}
 	argv, err := sp.argv()
+	// The placeholder of unreadable files is bound by the time the init
+	// answers (or bubblewrap failed): the sandbox keeps its inode.
+	defer sp.files.cleanup()
 	if err != nil {
 		return nil, err
+	}
+	// Creations are notified only when there are names to protect: each
+	// costs a round trip to the supervisor.
+	filter := supervisor.Filter
+	if len(sp.sup.ProtectedNames) > 0 {
+		filter = supervisor.CreateFilter
+		if sp.sup.OnCreateDenied == nil {
+			sp.sup.OnCreateDenied = func(v *supervisor.CreateVerdict) {
+				log.Warn("creation refused", "pid", v.Pid, "syscall", v.Syscall, "path", v.Path, "target", v.Target, "rule", v.Name)
+			}
+		}
+	}
+	if cfg.Filter, err = filter(); err != nil {
+		return nil, &SetupError{Err: err}
+	}
+	if sp.fallback {
+		if cfg.Fallback, err = supervisor.FallbackFilter(); err != nil {
+			return nil, &SetupError{Err: err}
+		}
 	}
 	var tmpdir string
 	if sp.isolation == IsolationLandlock {
@@ -369,6 +392,33 @@ func (sp *startSpec) argv() ([]string, error) {
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
 	box = sp.withGit(box)
+	if sp.policy != nil {
+		home := sp.home
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		fl, err := planFiles(sp.policy.FilePolicy(), box, home)
+		if err != nil {
+			return nil, err
+		}
+		sp.files = fl
+		for _, u := range fl.unreadable {
+			if under(exe, u.Path) {
+				return nil, inputError(fmt.Errorf("cordon's own binary %s lies under %s, which a deny_read rule hides", exe, u.Path),
+					"narrow the rule, or install cordon elsewhere")
+			}
+		}
+		fl.apply(&box)
+		sp.sup.ProtectedNames = fl.names
+		sp.log.Debug("files policy", "hidden", len(fl.unreadable), "protected", len(fl.protect),
+			"private", len(fl.private), "protected_names", fl.names)
+		for _, ev := range fl.events {
+			sp.log.Debug("files", "action", ev.Action, "path", ev.Path, "rule", ev.Rule, "rule_id", ev.RuleID)
+			if sp.onFile != nil {
+				sp.onFile(ev)
+			}
+		}
+	}
 	return sandboxArgv(exe, box)
 }
 

@@ -74,6 +74,9 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		return nil, err
 	}
 	net := bwrap.NetHost
+	if spec.Net == "" {
+		spec.Net = pol.Net() // the policy document's net, when it says
+	}
 	if spec.Net != "" {
 		if net, err = bwrap.ParseNet(spec.Net); err != nil {
 			return nil, invalid("%v", err)
@@ -122,6 +125,11 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 		SearchPath: path,
 		Logger:     s.log,
 		Exe:        m.opts.Exe,
+		Home:       homeOf(env),
+		// A refused creation is reported as a denied decision whose argv
+		// says what was refused (create PATH), so that every client
+		// prints its "cordon: denied:" line.
+		OnCreateDenied: s.onCreateDenied,
 	})
 	if err != nil {
 		cancel()
@@ -711,7 +719,9 @@ func (s *Session) registerShim(p *Process, shimPid int) {
 		}
 	}
 	s.pending = keep
-	s.mu.Unlock()
+	// Delivered before mu is released: a later decision of the same
+	// process finds its owner only then (deliver), so it cannot overtake
+	// these in the stream.
 	for _, d := range mine {
 		if p.listed {
 			d.Process = p.id
@@ -719,6 +729,7 @@ func (s *Session) registerShim(p *Process, shimPid int) {
 		s.decisions.add(d)
 		p.addDecision(d)
 	}
+	s.mu.Unlock()
 }
 
 func (s *Session) unregisterShim(p *Process) {
@@ -923,4 +934,22 @@ func (s *Session) askNet(r *netproxy.Record) bool {
 		id = p.id
 	}
 	return s.spec.Ask(s.ctx, id, q)
+}
+
+// onCreateDenied reports a refused creation of a protected name as a
+// denied decision of the process that tried it.
+func (s *Session) onCreateDenied(v *supervisor.CreateVerdict) {
+	chain := nsChain(v.Pid, int(s.initPid.Load()))
+	dec := ExecDecision{Kind: "file", Time: v.Time, Decision: "deny", Rule: v.RuleText(), Argv: v.Words()}
+	if len(chain) > 0 {
+		dec.Pid = chain[0]
+	}
+	s.deliver(chain, dec)
+}
+
+// homeOf is the HOME of a session's environment: ~ in its policy's files
+// part is the caller's home, not the daemon's.
+func homeOf(env []string) string {
+	h, _ := envValue(env, "HOME")
+	return h
 }

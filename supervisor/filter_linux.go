@@ -34,15 +34,24 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - unshare and clone with a namespace flag, and setns: refused;
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
-func Filter() ([]byte, error) { return buildFilter(true) }
+func Filter() ([]byte, error) { return buildFilter(true, false) }
+
+// CreateFilter is Filter plus notify rules for the calls that create a
+// name in the file system (see createCalls), for a policy with protected
+// names: open and openat with O_CREAT (the flags are in a register, so
+// the filter tests them), creat, openat2 (its flags are in memory: every
+// call is notified), mkdir(at), mknod(at), link(at), symlink(at),
+// rename(at, at2). The supervisor refuses a creation of a protected name
+// (decideCreate) and continues the rest.
+func CreateFilter() ([]byte, error) { return buildFilter(true, true) }
 
 // FallbackFilter is Filter without the notify rules, for ptrace-only
 // supervision: where a notify listener already exists above the sandbox,
 // execs are allowed by the filter and verified at PTRACE_EVENT_EXEC instead.
 // Everything else (architectures, TIOCSTI, the refused calls) is the same.
-func FallbackFilter() ([]byte, error) { return buildFilter(false) }
+func FallbackFilter() ([]byte, error) { return buildFilter(false, false) }
 
-func buildFilter(notify bool) ([]byte, error) {
+func buildFilter(notify, creates bool) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("creating seccomp filter: %w", err)
@@ -66,6 +75,11 @@ func buildFilter(notify bool) ([]byte, error) {
 		}
 		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
 			return nil, fmt.Errorf("adding notify rule for %s: %w", name, err)
+		}
+	}
+	if creates {
+		if err := addCreateRules(f); err != nil {
+			return nil, err
 		}
 	}
 	ioctlNr, err := seccomp.GetSyscallFromName("ioctl")

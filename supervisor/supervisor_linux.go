@@ -108,6 +108,14 @@ type Options struct {
 	// made it executable; read-only now, it would pass
 	// --deny-writable-exec. Paths are the host's (bound at the same place).
 	NeverRun []string
+	// ProtectedNames are names (one path component, globs allowed) the
+	// sandbox may not create anywhere: cordon.yaml, .claude, ... The
+	// filter must have been built with them (Filter's names), so that the
+	// creating calls are notified; see decideCreate.
+	ProtectedNames []string
+	// OnCreateDenied, when set, is called for every creation refused
+	// because of ProtectedNames, on the supervisor's goroutine.
+	OnCreateDenied func(*CreateVerdict)
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -135,6 +143,10 @@ type Supervisor struct {
 	// immutables caches strict mode's path proofs; owned by Run's
 	// goroutine.
 	immutables immutableCache
+
+	// creates maps the creating calls CreateFilter notifies (only with
+	// ProtectedNames) to what to check in them.
+	creates map[createKey]*createCall
 
 	// recv is seccomp.NotifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccomp.Notif) error
@@ -175,6 +187,12 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		recv:     wedgeAfter(opts.WedgeAfter, seccomp.NotifRecv),
 		done:     make(chan struct{}),
 		sandbox:  sandbox,
+	}
+	if len(opts.ProtectedNames) > 0 {
+		if s.creates, err = createTable(); err != nil {
+			unix.Close(wake)
+			return nil, err
+		}
 	}
 	if opts.Verify != VerifyStrict {
 		// The tracer decides on its own thread: its own view of the
@@ -343,6 +361,10 @@ func (s *Supervisor) Close() error {
 
 // handle decides one notification and answers it.
 func (s *Supervisor) handle(n *seccomp.Notif) {
+	if c := s.creates[createKey{n.Data.Arch, n.Data.Nr}]; c != nil {
+		s.handleCreate(n, c)
+		return
+	}
 	start := time.Now()
 	d := Verdict{Time: start, Pid: int(n.Pid), root: -1}
 	resp := seccomp.NotifResp{ID: n.ID}

@@ -110,7 +110,16 @@ func TestAuditLog(t *testing.T) {
 	require.Equal(t, 126, r.code, r.stderr)
 	b, err := os.ReadFile(audit)
 	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	// Exec decisions are "kind":"exec" lines; what the files policy did
+	// at start comes first, as "kind":"file" lines (TestFilesAudit).
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.HasPrefix(l, `{"kind":"exec",`) {
+			lines = append(lines, l)
+		} else {
+			assert.True(t, strings.HasPrefix(l, `{"kind":"file",`), l)
+		}
+	}
 	require.GreaterOrEqual(t, len(lines), 3, string(b))
 	assert.Contains(t, lines[0], `"argv":["sh","-c","git status; git push"]`)
 	assert.Contains(t, lines[0], `"decision":"allow"`)

@@ -297,9 +297,13 @@ func TestGitWorktreeCannotReachCommonHooksOrConfig(t *testing.T) {
 	t.Run("new names beside hooks and config stay in the sandbox", func(t *testing.T) {
 		// The common dir's own directory is a private view: creating names
 		// in it works for git's lock files, and is discarded.
-		script := `set -e; mkdir "$C/hooks2"; printf x > "$C/commondir"; printf x > "$C/config.worktree"; ls "$C/commondir"`
+		// (commondir is also a protected name: its creation is refused.)
+		script := `set -e; mkdir "$C/hooks2"; printf x > "$C/config.worktree"; ls "$C/hooks2"`
 		r := runCordon(t, runOpts{dir: wt, env: append([]string{"C=" + common}, env...)}, "--", "sh", "-c", script)
 		require.Equal(t, 0, r.code, r.stderr)
+		r = runCordon(t, runOpts{dir: wt, env: append([]string{"C=" + common}, env...)}, "--", "sh", "-c", `printf x > "$C/commondir"`)
+		assert.NotEqual(t, 0, r.code, "creating commondir in the common dir's view succeeded")
+		assert.Contains(t, r.stderr, `cordon: denied: create`)
 		assert.Equal(t, rootEntries, treeNames(t, common), "a name created in the common dir reached the host")
 	})
 

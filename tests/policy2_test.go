@@ -239,5 +239,5 @@ func TestReadmePolicyExample(t *testing.T) {
 	writeFile(t, dir, "p.yaml", body)
 	r := runCordon(t, runOpts{dir: dir, env: []string{"XDG_CONFIG_HOME=" + t.TempDir()}}, "policy", "test", "--policy", "p.yaml")
 	assert.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
-	assert.Contains(t, r.stdout, "all 4 examples hold")
+	assert.Contains(t, r.stdout, "all 7 examples hold")
 }

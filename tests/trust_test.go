@@ -116,7 +116,12 @@ func TestPolicyWrittenByRunRefusedNextRun(t *testing.T) {
 	r := w.cordon(t, w.repo, "policy", "trust")
 	require.Equal(t, 0, r.code, r.stderr)
 
+	// With the built-in list the name cannot even be created; without it
+	// (--no-defaults) it can, and the trust store is the fence.
 	r = w.cordon(t, w.repo, "--", "sh", "-c", `mkdir sub && printf 'defaults: false\nrules: []\n' > sub/cordon.yaml`)
+	require.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `cordon: denied: create sub/cordon.yaml (rule: deny_write "cordon.yaml": protected name)`)
+	r = w.cordon(t, w.repo, "--no-defaults", "--", "sh", "-c", `printf 'defaults: false\nrules: []\n' > sub/cordon.yaml`)
 	require.Equal(t, 0, r.code, "a new file in a new directory can be written: %s", r.stderr)
 	r = w.cordon(t, filepath.Join(w.repo, "sub"), "--", "ls")
 	assert.Equal(t, 125, r.code, "run 2 refuses the file run 1 wrote: %s", r.stderr)

@@ -86,18 +86,27 @@ func policyDocument(cfg policy.Config) (string, error) {
 	type network struct {
 		Rules []netRule `yaml:"rules"`
 	}
+	type files struct {
+		DenyRead   []string `yaml:"deny_read,omitempty"`
+		DenyWrite  []string `yaml:"deny_write,omitempty"`
+		AllowWrite []string `yaml:"allow_write,omitempty"`
+		ReadOnly   []string `yaml:"read_only,omitempty"`
+		Writable   []string `yaml:"writable,omitempty"`
+	}
 	doc := struct {
 		Version      int      `yaml:"version"`
 		Default      string   `yaml:"default"`
 		Defaults     bool     `yaml:"defaults"`
 		DenyWritable bool     `yaml:"deny_writable_exec"`
+		Net          string   `yaml:"net,omitempty"`
+		Files        *files   `yaml:"files,omitempty"`
 		Env          *env     `yaml:"env,omitempty"`
 		Rules        []rule   `yaml:"rules"`
 		Network      *network `yaml:"network,omitempty"`
 		// Programs carries the policy's option tables: without them the
 		// daemon would read the same rules with other meanings.
 		Programs map[string]policy.ToolOptions `yaml:"programs,omitempty"`
-	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Rules: []rule{}, Programs: cfg.Tools}
+	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Net: cfg.Net, Rules: []rule{}, Programs: cfg.Tools}
 	if len(cfg.Env.Deny)+len(cfg.Env.Pass) > 0 {
 		// The built-in names are not written out: defaults carries them,
 		// and the daemon adds them as it compiles.
@@ -124,6 +133,17 @@ func policyDocument(cfg policy.Config) (string, error) {
 			}
 			doc.Network.Rules = append(doc.Network.Rules, out)
 		}
+	}
+	// The built-in files rules are not written out: defaults carries them.
+	f := files{AllowWrite: cfg.Files.AllowWrite, ReadOnly: cfg.Files.ReadOnly, Writable: cfg.Files.Writable}
+	for _, r := range cfg.Files.DenyRead {
+		f.DenyRead = append(f.DenyRead, r.Pattern)
+	}
+	for _, r := range cfg.Files.DenyWrite {
+		f.DenyWrite = append(f.DenyWrite, r.Pattern)
+	}
+	if f.DenyRead != nil || f.DenyWrite != nil || f.AllowWrite != nil || f.ReadOnly != nil || f.Writable != nil {
+		doc.Files = &f
 	}
 	for _, r := range cfg.Rules {
 		if r.Override || r.Final {

@@ -60,6 +60,7 @@ cordon or the daemon failed.`,
 		Example: `  cordon exec -- make test
   cordon exec --deny "git push" -- git push origin main   # exit 126
   cordon exec --env-pass NPM_TOKEN -- npm whoami
+  cordon exec --deny-read '**/.env*' -- cat .env           # Permission denied
   cordon exec --session dev -- npm test
   cordon exec --allow-net pypi.org --allow-net files.pythonhosted.org -- pip download requests
   cordon exec --session dev -c 'cd src && export STAGE=build'

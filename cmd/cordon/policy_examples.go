@@ -35,7 +35,9 @@ and 125 when the file does not load.
 
 Examples are decided against the file alone (no --deny/--allow flags) and by
 name only, as "cordon policy check" decides: argv[0] names the program as
-written.
+written. The files section's examples (deny_read, read, deny_write, write)
+are decided against its rules and the built-in ones, by path only: nothing
+is read.
 
 Allow rules match strictly since the policy's second edition (the first
 edition's were prefixes). When an example fails only because of that, test
@@ -64,17 +66,27 @@ func (o *policyTestOptions) run(cmd *cobra.Command) error {
 	}
 	out := cmd.OutOrStdout()
 	cfg := l.Config()
-	examples := cfg.Examples
-	if len(examples) == 0 {
+	examples, fileExamples := cfg.Examples, cfg.Files.Examples
+	if len(examples)+len(fileExamples) == 0 {
 		fmt.Fprintf(out, "no examples in %s\n", policyLabel(l))
 		return nil
 	}
-	cfg.Examples = nil
+	cfg.Examples, cfg.Files.Examples = nil, nil
 	pol, err := policy.Compile(cfg)
 	if err != nil {
 		return err
 	}
 	failed := 0
+	for _, ex := range fileExamples {
+		want := policy.FileExampleResult(policy.FileRule{}, ex.Denied)
+		r, denied := pol.DecideFileExample(ex)
+		if denied == ex.Denied {
+			fmt.Fprintf(out, "PASS  %s %s: %s  (%s)\n", ex.Access, ex.Path, policy.FileExampleResult(r, denied), ex.Source)
+			continue
+		}
+		failed++
+		fmt.Fprintf(out, "FAIL  %s %s: want %s  (%s)\n      got %s\n", ex.Access, ex.Path, want, ex.Source, policy.FileExampleResult(r, denied))
+	}
 	var first *policy.Policy // compiled on the first failure
 	for _, ex := range examples {
 		argv := supervisor.FormatArgv(ex.Argv)
@@ -96,9 +108,9 @@ func (o *policyTestOptions) run(cmd *cobra.Command) error {
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(out, "%d of %d examples failed in %s\n", failed, len(examples), policyLabel(l))
+		fmt.Fprintf(out, "%d of %d examples failed in %s\n", failed, len(examples)+len(fileExamples), policyLabel(l))
 		return &exitError{code: exitExamplesFailed}
 	}
-	fmt.Fprintf(out, "all %d examples hold in %s\n", len(examples), policyLabel(l))
+	fmt.Fprintf(out, "all %d examples hold in %s\n", len(examples)+len(fileExamples), policyLabel(l))
 	return nil
 }

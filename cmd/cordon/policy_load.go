@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cordon-sandbox/cordon/config"
@@ -25,6 +26,9 @@ type ruleFlags struct {
 	noDefaults        bool
 	noWritable        bool
 	envFlags
+	// denyRead and denyWrite are path patterns added after the policy
+	// file's files.deny_read and files.deny_write.
+	denyRead, denyWrite []string
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
@@ -35,6 +39,8 @@ func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
 	fs.StringArrayVar(&o.denyNet, "deny-net", nil, "deny connections to HOST[:PORT] (repeatable; implies --net filter); deny wins over allow")
 	fs.StringVar(&o.def, "default", "allow", "decision when no rule matches: allow, deny (allowlist mode) or ask; overrides the policy file's")
 	fs.BoolVar(&o.noDefaults, "no-defaults", false, "do not apply the built-in deny list of destructive system commands; overrides the policy file's")
+	fs.StringArrayVar(&o.denyRead, "deny-read", nil, "make PATH unreadable in the sandbox (EACCES; repeatable): absolute, ~/..., or a glob inside the writable trees such as '**/.env*'")
+	fs.StringArrayVar(&o.denyWrite, "deny-write", nil, "make PATH inside the writable trees read-only (repeatable; a bare name such as .claude is also refused when created)")
 	fs.BoolVar(&o.noWritable, "deny-writable-exec", false, "refuse programs on a writable mount (the working directory, /tmp, --rw paths) or in memory (memfd): what the workload could have written itself; overrides the policy file's deny_writable_exec")
 	addEnvFlags(fs, &o.envFlags)
 }
@@ -72,7 +78,7 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 	}
 	// The examples describe the file: check them before the flags change
 	// what the file says, so an extra --deny does not break a run.
-	if nw := l.File.Config.Network; len(l.File.Config.Examples) > 0 || (nw != nil && len(nw.Examples) > 0) {
+	if nw := l.File.Config.Network; len(l.File.Config.Examples) > 0 || len(l.File.Config.Files.Examples) > 0 || (nw != nil && len(nw.Examples) > 0) {
 		if _, err := policy.Compile(l.Config()); err != nil {
 			return nil, err
 		}
@@ -126,6 +132,31 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 		nw := *e.cfg.Network
 		nw.Examples = nil
 		e.cfg.Network = &nw
+	}
+	// --deny-read and --deny-write come after the file's files rules. ~
+	// stays as written: the runner expands it with the caller's HOME (a
+	// session's too: its environment is the caller's).
+	files := &e.cfg.Files
+	files.Examples = nil
+	files.DenyRead = append([]policy.FileRule(nil), files.DenyRead...)
+	files.DenyWrite = append([]policy.FileRule(nil), files.DenyWrite...)
+	for _, list := range []struct {
+		flags []string
+		flag  string
+		out   *[]policy.FileRule
+	}{{o.denyRead, "--deny-read", &files.DenyRead}, {o.denyWrite, "--deny-write", &files.DenyWrite}} {
+		for _, p := range list.flags {
+			if err := policy.CheckFilePattern(p); err != nil {
+				return nil, fmt.Errorf("%s: %w", list.flag, err)
+			}
+			*list.out = append(*list.out, policy.FileRule{Pattern: p, Source: list.flag})
+		}
+	}
+	// The policy file in use decides this run and the next: it is
+	// protected wherever it lies in a writable tree, like the files
+	// discovery would load.
+	if l.Origin != config.OriginBuiltin && l.Path != "" && filepath.IsAbs(l.Path) {
+		files.DenyWrite = append(files.DenyWrite, policy.FileRule{Pattern: policy.LiteralPattern(l.Path), Source: "policy file in use"})
 	}
 	if e.pol, err = policy.Compile(e.cfg); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -72,7 +74,9 @@ type shownPolicy struct {
 	NetRules []shownNetRule `json:"net_rules"`
 	// Env is the environment scrub: names removed from the sandbox's
 	// environment (built-in credential names first) and names kept anyway.
-	Env shownEnv `json:"env"`
+	Env   shownEnv   `json:"env"`
+	Net   string     `json:"net,omitempty"`
+	Files shownFiles `json:"files"`
 }
 
 type shownEnv struct {
@@ -93,6 +97,22 @@ type shownNetRule struct {
 	For      []string `json:"for,omitempty"`
 	Message  string   `json:"message,omitempty"`
 	Source   string   `json:"source"`
+}
+
+// shownFiles is the files part in force: built-in rules first (when the
+// built-in list is on), then the file's, then the flags'.
+type shownFiles struct {
+	DenyRead   []shownFileRule `json:"deny_read"`
+	DenyWrite  []shownFileRule `json:"deny_write"`
+	AllowWrite []string        `json:"allow_write,omitempty"`
+	ReadOnly   []string        `json:"read_only,omitempty"`
+	Writable   []string        `json:"writable,omitempty"`
+}
+
+type shownFileRule struct {
+	Pattern string `json:"pattern"`
+	Source  string `json:"source"`
+	Why     string `json:"why,omitempty"`
 }
 
 type shownRule struct {
@@ -150,6 +170,16 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 				Ports: ports, For: r.For, Message: r.Message, Source: r.Source})
 		}
 	}
+	fp := eff.pol.FilePolicy()
+	s.Net = eff.cfg.Net
+	s.Files = shownFiles{DenyRead: []shownFileRule{}, DenyWrite: []shownFileRule{},
+		AllowWrite: fp.AllowWrite, ReadOnly: fp.ReadOnly, Writable: fp.Writable}
+	for _, r := range fp.DenyRead {
+		s.Files.DenyRead = append(s.Files.DenyRead, shownFileRule{Pattern: r.Pattern, Source: r.Source, Why: r.Why})
+	}
+	for _, r := range fp.DenyWrite {
+		s.Files.DenyWrite = append(s.Files.DenyWrite, shownFileRule{Pattern: r.Pattern, Source: r.Source, Why: r.Why})
+	}
 	out := cmd.OutOrStdout()
 	if o.json {
 		enc := json.NewEncoder(out)
@@ -169,6 +199,9 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 	}
 	if err := printEnv(out, s.Env); err != nil {
 		return err
+	}
+	if s.Net != "" {
+		fmt.Fprintf(out, "net:      %s (the policy file's net key; --net overrides it)\n", s.Net)
 	}
 	if len(s.Rules) == 0 {
 		fmt.Fprintln(out, "rules:    none")
@@ -193,6 +226,34 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	fmt.Fprintln(out, "files (deny_read: EACCES; deny_write: read-only inside the writable trees, bare names refused when created):")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, list := range []struct {
+		what  string
+		rules []shownFileRule
+	}{{"deny_read", s.Files.DenyRead}, {"deny_write", s.Files.DenyWrite}} {
+		for _, r := range list.rules {
+			line := fmt.Sprintf("  %s\t%s\t%s", r.Source, list.what, r.Pattern)
+			if r.Why != "" {
+				line += "  # " + r.Why
+			}
+			fmt.Fprintln(tw, line)
+		}
+	}
+	for _, p := range s.Files.AllowWrite {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", "file", "allow_write", p)
+	}
+	for _, p := range s.Files.ReadOnly {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", "file", "read_only", p)
+	}
+	fmt.Fprintf(tw, "  %s\t%s\t%s  # %s\n", "builtin", "private", strings.Join(runner.PrivateState(), ", "),
+		"writable in the sandbox, empty, discarded at exit (when they exist)")
+	for _, p := range s.Files.Writable {
+		fmt.Fprintf(tw, "  %s\t%s\t%s  # %s\n", "file", "writable", p, strings.Join(policy.Presets[p], ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if s.Network == "host" {
 		fmt.Fprintln(out, "network:  no network rules (the host's network unless --net none or filter)")
 		return nil
@@ -202,7 +263,7 @@ func (o *policyShowOptions) run(cmd *cobra.Command) error {
 		return nil
 	}
 	fmt.Fprintln(out, "network:  filter; rules (deny wins over ask over allow; nothing matching is denied):")
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, r := range s.NetRules {
 		line := fmt.Sprintf("  %s\t%s\t%s\tports %s", r.Source, r.Decision, r.Host, r.Ports)
 		if len(r.For) > 0 {

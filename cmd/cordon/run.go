@@ -98,6 +98,16 @@ In a git linked worktree or a submodule, the repository's objects, refs and
 logs outside the current directory are writable too, so commit, branch,
 stash and rebase work; its hooks and config stay read-only.
 
+Files: credential stores in your home (~/.ssh/id_*, ~/.aws, ~/.gnupg, ...)
+are unreadable (Permission denied), and inside the writable directory
+.git/hooks, .git/config, policy files and agent settings (.claude, .codex,
+.cursor, .vscode, .idea) are read-only and cannot be created (the built-in
+list; --no-defaults drops it). --deny-read and --deny-write add paths
+(absolute, ~/..., or globs inside the writable trees such as '**/.env*'); a
+bind they cover is an error (exit 125). ~/.cache, ~/.local/state and
+~/.npm/_logs are private to the sandbox and discarded. "cordon policy show"
+lists every files rule; --debug lists every path they applied to.
+
 --isolation auto (the default) uses bubblewrap where it works. Where it
 cannot (Ubuntu 24.04's AppArmor restriction, a container's seccomp profile,
 no bwrap installed) it runs the landlock tier and says so in one line with
@@ -112,6 +122,8 @@ line; "cordon doctor" shows the tier runs get here.`,
   cordon run --policy ./agent-policy.yaml --ask tty -- bash
   cordon run --net none --rw ~/.cache -- make test
   cordon run --audit audit.jsonl -- ./agent.sh
+  cordon run --deny-read '**/.env*' --deny-read ~/.config/my-tool/token -- bash
+  cordon run --deny-write generated --deny-write 'deploy/*.tf' -- bash
   cordon run --timeout 10m -- npm test
   cordon run --env-pass ANTHROPIC_API_KEY --env-deny '*_TOKEN' -- claude
   cd ../my-worktree && cordon -- git commit -am wip
@@ -198,6 +210,12 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
 		if (netMode != "" && netMode != bwrap.NetHost) || eff.cfg.Network != nil || len(o.rw) > 0 || len(o.ro) > 0 {
 			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap (landlock takes --rw and --ro)")
+		}
+		// Without a sandbox nothing can be hidden or made read-only:
+		// rules asked for explicitly fail instead of being ignored.
+		f := eff.cfg.Files
+		if len(o.denyRead)+len(o.denyWrite)+len(f.AllowWrite)+len(f.ReadOnly)+len(f.Writable) > 0 {
+			return errors.New("--deny-read, --deny-write and the policy's files binds need --isolation bwrap")
 		}
 	}
 	var audit io.Writer

@@ -40,7 +40,7 @@ func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 
 // sandboxChanged reports whether any sandbox flag was given.
 func sandboxChanged(fs *pflag.FlagSet) bool {
-	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "env-deny", "env-pass", "rw", "ro", "net", "allow-net", "deny-net", "isolation"} {
+	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "deny-read", "deny-write", "env-deny", "env-pass", "rw", "ro", "net", "allow-net", "deny-net", "isolation"} {
 		if fs.Changed(n) {
 			return true
 		}
@@ -110,17 +110,23 @@ func (o *envFlags) apply(env policy.EnvConfig) policy.EnvConfig {
 // section (nothing goes out), so one-shot runs and sessions (which get the
 // policy as a document) see the same thing. Empty means the default: the
 // host's network, or filter when the policy has network rules.
+//
+// The mode asked for is --net when given, else the policy file's net key.
 func (o *sandboxFlags) netMode(fs *pflag.FlagSet, eff *effectivePolicy) (bwrap.Net, error) {
-	mode, err := bwrap.ParseNet(o.net)
-	if err != nil {
-		return "", fmt.Errorf("--net: %w", err)
-	}
+	text, from := o.net, "--net"
 	if !fs.Changed("net") {
-		return "", nil
+		if eff.cfg.Net == "" {
+			return "", nil
+		}
+		text, from = eff.cfg.Net, policyLabel(eff.loaded)+": net"
+	}
+	mode, err := bwrap.ParseNet(text)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
 	}
 	switch {
 	case mode == bwrap.NetHost && eff.cfg.Network != nil:
-		return "", fmt.Errorf("--net host: the policy has network rules (%s), which only --net filter enforces: drop --net host, or the rules", netRulesFrom(eff))
+		return "", fmt.Errorf("%s host: the policy has network rules (%s), which only --net filter enforces: drop net host, or the rules", from, netRulesFrom(eff))
 	case mode == bwrap.NetFilter && eff.cfg.Network == nil:
 		eff.cfg.Network = &policy.Network{}
 		if eff.pol, err = policy.Compile(eff.cfg); err != nil {

@@ -29,6 +29,7 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
   cordon session create --name ci --net none --deny "git push" --carry
   cordon session create --name agent --env-deny 'AWS_*' --env-pass GITHUB_TOKEN
   cordon session create --name web --allow-net registry.npmjs.org --allow-net '*.github.com'
+  cordon session create --name agent --deny-read '**/.env*' --deny-write generated
   id=$(cordon session create)`,
 		Args:          cobra.NoArgs,
 		SilenceErrors: true,
