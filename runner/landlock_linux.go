@@ -38,6 +38,11 @@ type landlockSpec struct {
 	// RestrictTCP says whether TCPConnect applies (an empty list then
 	// means no TCP connect at all).
 	RestrictTCP bool
+	// ReadRoots, when set, replaces "/" as what is readable and
+	// executable (landlockCarve): every entry beside the paths deny_read
+	// hides, down their parents. ReadDirs are those parents, which may be
+	// listed only.
+	ReadRoots, ReadDirs []string
 }
 
 // wireLandlock is landlockSpec as it travels: paths as bytes.
@@ -45,20 +50,24 @@ type wireLandlock struct {
 	Write       [][]byte `json:"write"`
 	TCPConnect  []uint16 `json:"tcp_connect,omitempty"`
 	RestrictTCP bool     `json:"restrict_tcp,omitempty"`
+	ReadRoots   [][]byte `json:"read_roots,omitempty"`
+	ReadDirs    [][]byte `json:"read_dirs,omitempty"`
 }
 
 func (l *landlockSpec) wire() *wireLandlock {
 	if l == nil {
 		return nil
 	}
-	return &wireLandlock{Write: toBytes(l.Write), TCPConnect: l.TCPConnect, RestrictTCP: l.RestrictTCP}
+	return &wireLandlock{Write: toBytes(l.Write), TCPConnect: l.TCPConnect, RestrictTCP: l.RestrictTCP,
+		ReadRoots: toBytes(l.ReadRoots), ReadDirs: toBytes(l.ReadDirs)}
 }
 
 func (w *wireLandlock) spec() *landlockSpec {
 	if w == nil {
 		return nil
 	}
-	return &landlockSpec{Write: fromBytes(w.Write), TCPConnect: w.TCPConnect, RestrictTCP: w.RestrictTCP}
+	return &landlockSpec{Write: fromBytes(w.Write), TCPConnect: w.TCPConnect, RestrictTCP: w.RestrictTCP,
+		ReadRoots: fromBytes(w.ReadRoots), ReadDirs: fromBytes(w.ReadDirs)}
 }
 
 // Rights a read-only hierarchy keeps: read and run files, list
@@ -107,7 +116,22 @@ func applyLandlock(spec *landlockSpec) error {
 	if err != nil {
 		return fmt.Errorf("landlock configuration: %w", err)
 	}
-	rules := []landlock.Rule{landlock.PathAccess(fsRights&landlockReadRights, "/")}
+	var rules []landlock.Rule
+	if len(spec.ReadRoots)+len(spec.ReadDirs) == 0 {
+		rules = append(rules, landlock.PathAccess(fsRights&landlockReadRights, "/"))
+	}
+	for _, p := range spec.ReadRoots {
+		r, err := landlockReadRule(p, fsRights)
+		if err != nil {
+			return err
+		}
+		if r != nil {
+			rules = append(rules, r)
+		}
+	}
+	for _, p := range spec.ReadDirs {
+		rules = append(rules, landlock.PathAccess(fsRights&llsys.AccessFSReadDir, p))
+	}
 	for _, p := range spec.Write {
 		r, err := landlockWriteRule(p, fsRights)
 		if err != nil {
@@ -213,8 +237,12 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 	if err != nil {
 		return "", &SetupError{Err: fmt.Errorf("making the run's temporary directory: %w", err)}
 	}
-	box := sp.withGit(sp.box)
+	box := sp.llBox
 	spec := &landlockSpec{Write: landlockWritable(box.Dir, box.RW, tmp)}
+	if err := landlockCarve(spec, box.Unreadable); err != nil {
+		removeTmp(tmp)
+		return "", err
+	}
 	cfg.Landlock = spec
 	if !cfg.Session {
 		cfg.Env = withTMPDIR(cfg.Env, tmp)
@@ -222,7 +250,13 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 	log.Debug("isolation landlock", "landlock", level.String(), "writable", spec.Write,
 		"not_enforced", isolation.LandlockCannot)
 	if len(box.Protect) > 0 {
-		log.Debug("landlock: these stay writable (Landlock cannot carve them out of a writable directory)", "paths", box.Protect)
+		log.Debug("landlock: these stay writable (Landlock cannot carve them out of a writable directory; creating protected names is still refused)", "paths", box.Protect)
+	}
+	if len(box.Private) > 0 {
+		log.Debug("landlock: these are not private (no mount namespace): read-only host directories", "paths", box.Private)
+	}
+	if len(box.Unreadable) > 0 {
+		log.Debug("landlock: unreadable by carving (every other entry of their parents granted)", "paths", len(box.Unreadable), "read_rules", len(spec.ReadRoots))
 	}
 	if len(sp.box.Hide)+len(sp.box.HideFiles) > 0 {
 		log.Debug("landlock: these stay visible (Landlock cannot hide paths)", "paths", append(append([]string{}, sp.box.Hide...), sp.box.HideFiles...))
@@ -279,4 +313,80 @@ func landlockKeepsOwnState(box bwrap.Spec) error {
 		}
 	}
 	return nil
+}
+
+// landlockReadRule grants reading and running below path (a directory) or
+// of it (a file). A path gone since the host listed it grants nothing.
+func landlockReadRule(path string, fsRights landlock.AccessFSSet) (landlock.Rule, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		if err == unix.ENOENT {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("readable path %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return landlock.PathAccess(fsRights&landlockReadRights, path), nil
+	}
+	return landlock.PathAccess(fsRights&landlockReadRights&landlockFileRights, path), nil
+}
+
+// landlockCarve makes the files policy's unreadable paths unreadable the
+// only way Landlock can: it grants, so instead of "/" it grants every
+// entry beside them, down their parents (which may still be listed). A
+// symlink is not granted itself: what it points to is readable or not by
+// where that lies. Entries made later in those parents are not readable
+// (closed). A path inside the writable set cannot be carved (new files
+// there must stay readable): that is refused.
+func landlockCarve(spec *landlockSpec, unreadable []bwrap.Unreadable) error {
+	if len(unreadable) == 0 {
+		return nil
+	}
+	denied := map[string]bool{}
+	parents := map[string]bool{}
+	for _, u := range unreadable {
+		// By its real path: Landlock decides by where a file is, so a
+		// parent that is a symlink must not hide the real one from the
+		// walk below.
+		p, err := filepath.EvalSymlinks(u.Path)
+		if err != nil {
+			p = filepath.Clean(u.Path)
+		}
+		for _, w := range spec.Write {
+			if under(p, w) || under(w, p) {
+				return &SetupError{Err: fmt.Errorf("the landlock tier cannot make %s unreadable: it lies in (or holds) the writable %s, and Landlock cannot take reading back from part of a writable tree", p, w),
+					Hint: "narrow the deny_read rule to paths outside the writable directories, or make bubblewrap work here (cordon doctor says how)"}
+			}
+		}
+		denied[p] = true
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			parents[d] = true
+			if d == "/" {
+				break
+			}
+		}
+	}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		spec.ReadDirs = append(spec.ReadDirs, dir)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return &SetupError{Err: fmt.Errorf("listing %s to keep what deny_read hides in it unreadable: %w", dir, err)}
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case denied[p]:
+			case e.Type()&os.ModeSymlink != 0:
+			case parents[p] && e.IsDir():
+				if err := walk(p); err != nil {
+					return err
+				}
+			default:
+				spec.ReadRoots = append(spec.ReadRoots, p)
+			}
+		}
+		return nil
+	}
+	return walk("/")
 }

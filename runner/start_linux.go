@@ -167,6 +167,9 @@ type startSpec struct {
 	onFile func(FileEvent)
 	// files is the files policy expanded for this sandbox (set by argv).
 	files *fileLayout
+	// llBox is the landlock tier's layout: the box as bubblewrap would
+	// get it (git and files policy applied), set by argv.
+	llBox bwrap.Spec
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -386,9 +389,6 @@ func (sp *startSpec) argv() ([]string, error) {
 	// tier cannot bind anything read-only; what it keeps is NeverRun.
 	protected := policyPaths(sp.box)
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
-	if sp.isolation == IsolationLandlock {
-		return []string{exe, InitArg}, nil
-	}
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
 	box = sp.withGit(box)
@@ -418,6 +418,12 @@ func (sp *startSpec) argv() ([]string, error) {
 				sp.onFile(ev)
 			}
 		}
+	}
+	if sp.isolation == IsolationLandlock {
+		// The same layout, enforced by the ruleset (sp.landlock) and the
+		// supervisor's refusal of protected names.
+		sp.llBox = box
+		return []string{exe, InitArg}, nil
 	}
 	return sandboxArgv(exe, box)
 }

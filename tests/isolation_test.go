@@ -361,3 +361,39 @@ func TestIsolationLandlockRefusesWritableTrustStore(t *testing.T) {
 	_, err := os.Stat(filepath.Join(work, "f"))
 	assert.True(t, os.IsNotExist(err), "nothing ran")
 }
+
+// The files policy in the landlock tier: every default secret outside the
+// writable set is unreadable (Landlock grants every other entry of their
+// parents instead of "/"), a public key beside them is not, creating a
+// protected name in the working directory is refused by the supervisor,
+// and a deny_read inside the writable set, which Landlock cannot carve, is
+// refused rather than ignored.
+func TestIsolationLandlockFilesPolicy(t *testing.T) {
+	requireLandlock(t)
+	home := scratchHome(t)
+	work := filepath.Join(home, "proj")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	var script strings.Builder
+	for _, s := range defaultSecrets {
+		p := filepath.Join(home, s)
+		script.WriteString("if cat " + shq(p) + " >/dev/null 2>err; then echo READ " + shq(s) + "; else cat err; fi; ")
+	}
+	script.WriteString("cat " + shq(filepath.Join(home, ".ssh/id_ed25519.pub")) + "; ")
+	script.WriteString("mkdir .claude 2>&1; echo mkdir_rc=$?; rm -f err")
+	r := runCordon(t, runOpts{dir: work, env: homeEnv(home)}, "--isolation", "landlock", "--", "sh", "-c", script.String())
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "READ ")
+	for _, s := range defaultSecrets {
+		assert.Contains(t, r.stdout, filepath.Join(home, s)+": Permission denied", "%s", s)
+	}
+	assert.Contains(t, r.stdout, "SECRET .ssh/id_ed25519.pub\n")
+	assert.Contains(t, r.stdout, "mkdir_rc=1")
+	_, err := os.Stat(filepath.Join(work, ".claude"))
+	assert.True(t, os.IsNotExist(err), ".claude was not created")
+
+	require.NoError(t, os.WriteFile(filepath.Join(work, ".env"), []byte("TOKEN=1\n"), 0o644))
+	r = runCordon(t, runOpts{dir: work, env: homeEnv(home)}, "--isolation", "landlock", "--deny-read", "**/.env*", "--", "cat", ".env")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot make "+filepath.Join(work, ".env")+" unreadable")
+	assert.NotContains(t, r.stdout, "TOKEN")
+}
