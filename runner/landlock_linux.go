@@ -237,6 +237,10 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 	if err != nil {
 		return "", &SetupError{Err: fmt.Errorf("making the run's temporary directory: %w", err)}
 	}
+	if err := os.Mkdir(filepath.Join(tmp, ".cache"), 0o700); err != nil {
+		removeTmp(tmp)
+		return "", &SetupError{Err: fmt.Errorf("making the run's cache directory: %w", err)}
+	}
 	box := sp.llBox
 	spec := &landlockSpec{Write: landlockWritable(box.Dir, box.RW, tmp)}
 	if err := landlockCarve(spec, box.Unreadable); err != nil {
@@ -253,7 +257,7 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 		log.Debug("landlock: these stay writable (Landlock cannot carve them out of a writable directory; creating protected names is still refused)", "paths", box.Protect)
 	}
 	if len(box.Private) > 0 {
-		log.Debug("landlock: these are not private (no mount namespace): read-only host directories", "paths", box.Private)
+		log.Debug("landlock: these are not private (no mount namespace): read-only host directories; XDG_CACHE_HOME points into TMPDIR", "paths", box.Private)
 	}
 	if len(box.Unreadable) > 0 {
 		log.Debug("landlock: unreadable by carving (every other entry of their parents granted)", "paths", len(box.Unreadable), "read_rules", len(spec.ReadRoots))
@@ -264,15 +268,19 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 	return tmp, nil
 }
 
-// withTMPDIR sets TMPDIR in env to dir.
+// withTMPDIR points TMPDIR at the run's private directory dir, and
+// XDG_CACHE_HOME at dir/.cache: bubblewrap gives the sandbox a private,
+// discarded ~/.cache, which the landlock tier cannot; tools that follow
+// XDG (go, pip, and most others) write their caches there instead of
+// failing on the read-only one.
 func withTMPDIR(env []string, dir string) []string {
-	out := make([]string, 0, len(env)+1)
+	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "TMPDIR=") {
+		if !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "TMPDIR="+dir)
+	return append(out, "TMPDIR="+dir, "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"))
 }
 
 // removeTmp removes the landlock tier's temporary directory ("" is none).

@@ -54,6 +54,7 @@ t("link_out_in", lambda: os.link(ex, "hard"))
 t("write_tmp", lambda: open("/tmp/cordon-landlock-probe-%d" % os.getpid(), "w"))
 t("proc_mem", lambda: open("/proc/%d/mem" % os.getppid(), "r+b"))
 t("signal_host", lambda: os.kill(1, 0))
+t("write_cache", lambda: open(os.path.join(os.environ["XDG_CACHE_HOME"], "c"), "w").write("x"))
 print("tmpdir=" + os.environ["TMPDIR"])
 `
 
@@ -99,6 +100,7 @@ func (h tierHost) check(t *testing.T, r result) {
 	}
 	assert.Equal(t, "ok", got["write_inside"], "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Equal(t, "ok", got["write_tmpdir"])
+	assert.Equal(t, "ok", got["write_cache"], "XDG_CACHE_HOME is the run's private cache")
 	for _, k := range []string{"create_outside", "write_outside", "append_outside", "truncate_outside",
 		"unlink_outside", "mkdir_outside", "dotdot", "symlink_write", "dirlink_create", "rename_in_out", "write_tmp",
 		"proc_mem"} {
