@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/internal/pathsearch"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
@@ -176,6 +177,16 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	})
 	if err != nil {
 		return Result{}, err
+	}
+	if sb.bare {
+		// Without a pid namespace, a process that leaves the init's tree
+		// (it killed the init) would re-parent to the host's init and
+		// outlive the run: cordon adopts such orphans and kills them at
+		// the end (killAdopted). Set before "go": no command runs yet.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			l.log.Debug("prctl(PR_SET_CHILD_SUBREAPER)", "err", err)
+		}
+		defer killAdopted(sb.cmd.Process.Pid)
 	}
 	l.sb = sb
 	if l.term != nil {
@@ -357,4 +368,30 @@ func (l *launch) onNet(r *netproxy.Record) {
 	l.log.Debug("net", "proto", r.Proto, "host", r.Host, "port", r.Port, "addr", r.Addr,
 		"decision", r.Decision.String(), "rule", r.RuleText(), "pid", r.Owner.Pid,
 		"up", r.BytesUp, "down", r.BytesDown, "duration", r.Duration)
+}
+
+// killAdopted kills and reaps the processes cordon adopted as a subreaper
+// (bare tiers: the command's orphans whose init died), once the sandbox is
+// closed. initPid, which cordon started and waited for, is not touched.
+func killAdopted(initPid int) {
+	self := os.Getpid()
+	deadline := time.Now().Add(teardownBound)
+	for time.Now().Before(deadline) {
+		var kids []int
+		for _, k := range proc.Children(self) {
+			if k != initPid {
+				kids = append(kids, k)
+			}
+		}
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = unix.Kill(k, unix.SIGKILL)
+		}
+		for _, k := range kids {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(k, &ws, 0, nil)
+		}
+	}
 }

@@ -1,13 +1,19 @@
 package tests
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/isolation"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -398,4 +404,39 @@ func TestIsolationLandlockFilesPolicy(t *testing.T) {
 	assert.Equal(t, 125, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "the landlock tier cannot make "+filepath.Join(work, ".env")+" unreadable")
 	assert.NotContains(t, r.stdout, "TOKEN")
+}
+
+// Without a pid namespace a process can leave the init's tree when the
+// init dies (killed from outside here; from inside, Landlock's signal
+// scoping refuses it on this kernel): what the command had detached
+// (setsid) is then adopted by cordon itself (a subreaper in the bare
+// tiers) and killed when the run ends, instead of outliving it.
+func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
+	requireLandlock(t)
+	requireTool(t, "python3")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cordonBin, "--isolation", "landlock", "--", "sh", "-c",
+		`setsid python3 -c "import time; print('ready', flush=True); time.sleep(313)" & sleep 300`)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), raceEnv)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+	var initPid int
+	for _, k := range proc.Children(cmd.Process.Pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k))
+		if strings.Contains(string(b), proc.InitArg) {
+			initPid = k
+		}
+	}
+	require.NotZero(t, initPid, "cordon's init")
+	require.NoError(t, syscall.Kill(initPid, syscall.SIGKILL))
+	err = cmd.Wait()
+	assert.Error(t, err, "the run fails when its init dies")
+	assertNoProcess(t, "time.sleep(313)")
+	requireNoOwnLeftovers(t)
 }
