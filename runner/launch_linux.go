@@ -86,6 +86,11 @@ type Options struct {
 	// Timeout ends the command with SIGTERM, then SIGKILL after KillGrace.
 	Timeout, KillGrace time.Duration
 	Logger             *slog.Logger
+	// AdoptOrphans makes this process a child subreaper for the run in
+	// the bare tiers, so that what the command detached outlives neither
+	// a dead init nor the run (killAdopted). Process-wide: for cordon's
+	// CLI, not for a library process that runs other children.
+	AdoptOrphans bool
 
 	// WedgeSupervisorAfter is passed to supervisor.Options.WedgeAfter
 	// (tests of the teardown bound; hidden flag --debug-wedge-supervisor).
@@ -178,15 +183,19 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if sb.bare {
+	if sb.bare && l.o.AdoptOrphans {
 		// Without a pid namespace, a process that leaves the init's tree
-		// (it killed the init) would re-parent to the host's init and
-		// outlive the run: cordon adopts such orphans and kills them at
-		// the end (killAdopted). Set before "go": no command runs yet.
+		// (the init died) would re-parent to the host's init and outlive
+		// the run: cordon adopts such orphans and kills them at the end
+		// (killAdopted). Set before "go": no command runs yet.
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			l.log.Debug("prctl(PR_SET_CHILD_SUBREAPER)", "err", err)
+		} else {
+			defer func() {
+				killAdopted(sb.cmd.Process.Pid)
+				_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+			}()
 		}
-		defer killAdopted(sb.cmd.Process.Pid)
 	}
 	l.sb = sb
 	if l.term != nil {

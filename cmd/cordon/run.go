@@ -256,6 +256,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		Logger:               logger,
 		WedgeSupervisorAfter: o.wedgeAfter,
 		DropSupervisorAfter:  o.dropAfter,
+		AdoptOrphans:         true,
 	})
 	if err != nil {
 		return err
