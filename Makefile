@@ -32,6 +32,10 @@ test: build ## install deps, build, run every test (race detector on)
 	$(GO) test -race -count=1 -timeout 12m $(TESTFLAGS) ./...
 
 .PHONY: bench
+.PHONY: test-landlock
+test-landlock: build ## the exec adversarial and security suites again, in the landlock tier
+	CORDON_IT_ISOLATION=landlock $(GO) test -race -count=1 -timeout 12m -run 'TestAdv|TestSecurity|TestIsolation' ./tests
+
 bench: build ## measure cordon's costs as ratios (several minutes): table on stdout, bench/results.json, bench/overhead.svg
 	@./scripts/deps.sh --bench || echo "make bench: hyperfine could not be installed; its startup cross-check is skipped" >&2
 	CGO_ENABLED=1 $(GO) build -trimpath -o bin/cordon-bench ./bench/cmd/cordon-bench

@@ -134,13 +134,15 @@ type SessionRequest struct {
 	Name string `json:"name,omitempty"`
 	// Dir is the working directory, bound writable. Empty: "/" (nothing
 	// writable but the sandbox's private /tmp).
-	Dir    string   `json:"dir,omitempty"`
-	RW     []string `json:"rw,omitempty"`
-	RO     []string `json:"ro,omitempty"`
-	Net    string   `json:"net,omitempty"`
-	Env    Env      `json:"env,omitempty"`
-	Policy string   `json:"policy,omitempty"`
-	Carry  bool     `json:"carry,omitempty"`
+	Dir string   `json:"dir,omitempty"`
+	RW  []string `json:"rw,omitempty"`
+	RO  []string `json:"ro,omitempty"`
+	Net string   `json:"net,omitempty"`
+	// Isolation is auto (default), bwrap, landlock or none.
+	Isolation string `json:"isolation,omitempty"`
+	Env       Env    `json:"env,omitempty"`
+	Policy    string `json:"policy,omitempty"`
+	Carry     bool   `json:"carry,omitempty"`
 	// AskTimeoutMs holds execs and connections the policy asks about for
 	// up to this long, for a client to answer (POST .../asks/{ask}); 0
 	// denies them at once.

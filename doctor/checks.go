@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"github.com/cordon-sandbox/cordon/internal/isolation"
+
 	"errors"
 	"fmt"
 	"strconv"
@@ -565,4 +567,42 @@ func verificationChecks(checks []Check, sf SeccompFeatures) []Check {
 		v.Fix = "see seccomp-notify"
 	}
 	return append(checks, v)
+}
+
+// isolationChecks adds the Landlock row and the isolation row (the tier
+// --isolation auto picks here). When auto runs the landlock tier, the
+// rows that say bubblewrap cannot run are warnings, not failures: cordon
+// runs, with less.
+func isolationChecks(checks []Check, c isolation.Choice) []Check {
+	level := isolation.NewLandlockLevel(c.LandlockABI)
+	ll := Check{Name: CheckLandlock, Status: StatusOK, Detail: level.String()}
+	switch {
+	case c.LandlockABI == 0:
+		ll.Status = StatusWarn
+		ll.Fix = "boot with landlock in the lsm= kernel parameter (e.g. lsm=landlock,lockdown,yama,integrity,apparmor,bpf) or use Linux 5.13 or later; needed only where bubblewrap cannot run"
+	case len(level.Missing) > 0:
+		ll.Status = StatusWarn
+		ll.Fix = "a newer kernel restricts more in the landlock tier; needed only where bubblewrap cannot run"
+	}
+	iso := Check{Name: CheckIsolation}
+	switch c.Tier {
+	case isolation.Bwrap:
+		iso.Status = StatusOK
+		iso.Detail = "runs get the bwrap tier (namespaces: the full sandbox)"
+	case isolation.Landlock:
+		iso.Status = StatusWarn
+		iso.Detail = "runs get the landlock tier: bubblewrap cannot run here (" + c.Why + "). " + isolation.LandlockCannot
+		iso.Fix = c.Fix
+		for i := range checks {
+			if (checks[i].Name == CheckBwrap || checks[i].Name == CheckUserNS) && checks[i].Status == StatusFail {
+				checks[i].Status = StatusWarn
+				checks[i].Detail += " (auto runs the landlock tier instead)"
+			}
+		}
+	default:
+		iso.Status = StatusFail
+		iso.Detail = "runs are refused: " + c.Refusal()
+		iso.Fix = c.RefusalFix()
+	}
+	return append(checks, ll, iso)
 }

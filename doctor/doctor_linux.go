@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/cordon-sandbox/cordon/internal/seccomp"
 )
 
@@ -80,6 +81,7 @@ func Run(ctx context.Context, opts Options) Report {
 		cgroupCheck(cg),
 	)
 	checks = verificationChecks(checks, sf)
+	checks = isolationChecks(checks, isolation.Choose(ctx))
 	return newReport(checks, sf)
 }
 

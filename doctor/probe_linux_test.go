@@ -182,7 +182,7 @@ func TestRunOnHost(t *testing.T) {
 	t.Logf("Run took %v:\n%s", elapsed, out)
 
 	want := []string{CheckWSL, CheckKernel, CheckNotifyListener, CheckSeccompNotify, CheckNotifyContinue,
-		CheckTSyncListener, CheckWaitKillableRecv, CheckFDSyncWakeUp, CheckUserNS, CheckBwrap, CheckPtrace, CheckCgroup2, CheckVerification}
+		CheckTSyncListener, CheckWaitKillableRecv, CheckFDSyncWakeUp, CheckUserNS, CheckBwrap, CheckPtrace, CheckCgroup2, CheckVerification, CheckLandlock, CheckIsolation}
 	var got []string
 	for _, c := range r.Checks {
 		got = append(got, c.Name)

@@ -35,6 +35,8 @@ const (
 	CheckPtrace           = "ptrace"
 	CheckVerification     = "exec-verification"
 	CheckCgroup2          = "cgroup2"
+	CheckLandlock         = "landlock"
+	CheckIsolation        = "isolation"
 )
 
 // Check is one row of the report.

@@ -23,6 +23,8 @@ func TestParseIsolation(t *testing.T) {
 	}{
 		{name: "bwrap", in: "bwrap", want: IsolationBwrap},
 		{name: "none", in: "none", want: IsolationNone},
+		{name: "landlock", in: "landlock", want: IsolationLandlock},
+		{name: "auto", in: "auto", want: IsolationAuto},
 		{name: "empty", in: "", wantErr: true},
 		{name: "upper case", in: "BWRAP", wantErr: true},
 		{name: "unknown", in: "docker", wantErr: true},
@@ -32,7 +34,7 @@ func TestParseIsolation(t *testing.T) {
 			got, err := ParseIsolation(tc.in)
 			if tc.wantErr {
 				require.Error(t, err)
-				assert.Contains(t, err.Error(), "want bwrap or none", "the message says what is accepted")
+				assert.Contains(t, err.Error(), "want auto, bwrap, landlock or none", "the message says what is accepted")
 				return
 			}
 			require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 // InitArg is the hidden first argument that makes the cordon binary run as
 // the sandbox's init. main dispatches it before cobra; TestMain does the same
 // so a test binary can play the init.
-const InitArg = "__cordon-init"
+const InitArg = proc.InitArg
 
 // InitMain is the sandbox init: it reads its configuration from the control
 // socket, installs the notify filter on all its threads, hands the listener
@@ -64,8 +64,12 @@ func InitMain() int {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fail("prctl(PR_SET_DUMPABLE): %v", err)
 	}
-	if err := unix.Setpgid(0, 0); err != nil {
-		return fail("setpgid: %v", err)
+	// Started without bubblewrap as a session's init, it already leads
+	// its own session and process group (setpgid would fail with EPERM).
+	if unix.Getpgrp() != os.Getpid() {
+		if err := unix.Setpgid(0, 0); err != nil {
+			return fail("setpgid: %v", err)
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
@@ -98,11 +102,26 @@ func InitMain() int {
 		return fail("waiting for the host: %v", err)
 	}
 
+	if cfg.Reap {
+		// Without bubblewrap's user namespace, a supervisor run by a
+		// normal user has no CAP_SYS_PTRACE over the command: it can
+		// verify the first exec only if the forked child is dumpable,
+		// and the child inherits the init's flag. No command runs yet;
+		// the flag is cleared again as soon as the exec is done (a
+		// window of microseconds in which the new command could reach
+		// the init's control socket: README, security model).
+		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	}
 	pid, err := syscall.ForkExec(path, cfg.Argv, &syscall.ProcAttr{
 		Dir:   cfg.Dir,
 		Env:   cfg.Env,
 		Files: []uintptr{0, 1, uintptr(stderrFd)},
 	})
+	if cfg.Reap {
+		if perr := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); perr != nil {
+			return fail("prctl(PR_SET_DUMPABLE): %v", perr)
+		}
+	}
 	if err != nil {
 		errno, _ := err.(syscall.Errno)
 		if errno == 0 {
@@ -122,12 +141,22 @@ func InitMain() int {
 	return 0
 }
 
-// installFilter installs the notify filter on all the init's threads and
+// installFilter applies the landlock tier's ruleset when there is one,
+// then installs the notify filter on all the init's threads and
 // sends the listener to the host (one-shot and session mode alike). When
 // another listener exists above (EBUSY) and the host sent a fallback, it
 // installs that and tells the host to supervise with ptrace only. It
 // returns the init's exit code on failure, 0 on success.
 func installFilter(conn *frameConn, cfg configMsg) int {
+	if cfg.Landlock != nil {
+		// Before the filter: the ruleset is the init's own, so the
+		// command and everything it starts inherit it, and no exec
+		// happens between the two.
+		if err := applyLandlock(cfg.Landlock); err != nil {
+			_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+			return 125
+		}
+	}
 	// The proxy listeners are made before the filter: the host serves
 	// them (a socket keeps its network namespace), and the init keeps no
 	// copy, so nothing in the sandbox but the two loopback ports shows.

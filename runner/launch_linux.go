@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/exitcode"
 	"github.com/cordon-sandbox/cordon/internal/pathsearch"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/supervisor"
@@ -28,18 +29,26 @@ type Isolation string
 const (
 	// IsolationBwrap runs the command in a bubblewrap sandbox.
 	IsolationBwrap Isolation = "bwrap"
+	// IsolationLandlock runs the init without bubblewrap, under a
+	// Landlock ruleset it applies to itself: writes only where the bwrap
+	// tier allows them (landlock_linux.go).
+	IsolationLandlock Isolation = "landlock"
 	// IsolationNone enforces the exec policy only: no namespaces, no
 	// filesystem view. Reported loudly by the CLI.
 	IsolationNone Isolation = "none"
+	// IsolationAuto (the default; an empty startSpec.isolation too) picks bwrap when
+	// bubblewrap works here, else landlock, else refuses; stepping down
+	// is said once (isolation.Choice.Note).
+	IsolationAuto Isolation = "auto"
 )
 
 // ParseIsolation parses the --isolation flag's value.
 func ParseIsolation(s string) (Isolation, error) {
 	switch Isolation(s) {
-	case IsolationBwrap, IsolationNone:
+	case IsolationBwrap, IsolationLandlock, IsolationNone, IsolationAuto:
 		return Isolation(s), nil
 	}
-	return "", fmt.Errorf("unknown isolation %q (want bwrap or none)", s)
+	return "", fmt.Errorf("unknown isolation %q (want auto, bwrap, landlock or none)", s)
 }
 
 // teardownBound is the hard bound on cordon's exit after the command is done,
@@ -77,6 +86,11 @@ type Options struct {
 	// Timeout ends the command with SIGTERM, then SIGKILL after KillGrace.
 	Timeout, KillGrace time.Duration
 	Logger             *slog.Logger
+	// AdoptOrphans makes this process a child subreaper for the run in
+	// the bare tiers, so that what the command detached outlives neither
+	// a dead init nor the run (killAdopted). Process-wide: for cordon's
+	// CLI, not for a library process that runs other children.
+	AdoptOrphans bool
 
 	// WedgeSupervisorAfter is passed to supervisor.Options.WedgeAfter
 	// (tests of the teardown bound; hidden flag --debug-wedge-supervisor).
@@ -132,14 +146,6 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-	verify := l.o.Verify
-	if l.o.Isolation == IsolationNone && (verify == "" || verify == supervisor.VerifyAuto) {
-		// Without bubblewrap the command shares the host's mount namespace
-		// and /proc, and keeps its capabilities: strict mode's proof
-		// (read-only mounts nobody can change, no memory writers) does not
-		// hold, so an exec that ptrace cannot verify is refused.
-		verify = supervisor.VerifyPtrace
-	}
 	l.term = newTerminal(l.o.Stdin)
 	defer func() {
 		if l.term != nil {
@@ -154,7 +160,6 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 			Argv: l.o.Argv,
 			Env:  scrubEnv(l.o.Env, l.o.Policy, l.log),
 			Dir:  l.o.Dir,
-			Reap: l.o.Isolation == IsolationNone,
 		},
 		fallback: true,
 		stdin:    l.o.Stdin, stdout: l.o.Stdout, stderr: l.o.Stderr,
@@ -163,7 +168,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 		sup: supervisor.Options{
 			OnDecision:     l.onDecision,
 			Ask:            l.o.Ask,
-			Verify:         verify,
+			Verify:         l.o.Verify,
 			SearchPath:     envValue(l.o.Env, "PATH"),
 			WedgeAfter:     l.o.WedgeSupervisorAfter,
 			DropAfter:      l.o.DropSupervisorAfter,
@@ -177,6 +182,20 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	})
 	if err != nil {
 		return Result{}, err
+	}
+	if sb.bare && l.o.AdoptOrphans {
+		// Without a pid namespace, a process that leaves the init's tree
+		// (the init died) would re-parent to the host's init and outlive
+		// the run: cordon adopts such orphans and kills them at the end
+		// (killAdopted). Set before "go": no command runs yet.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			l.log.Debug("prctl(PR_SET_CHILD_SUBREAPER)", "err", err)
+		} else {
+			defer func() {
+				killAdopted(sb.cmd.Process.Pid)
+				_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+			}()
+		}
 	}
 	l.sb = sb
 	if l.term != nil {
@@ -358,4 +377,30 @@ func (l *launch) onNet(r *netproxy.Record) {
 	l.log.Debug("net", "proto", r.Proto, "host", r.Host, "port", r.Port, "addr", r.Addr,
 		"decision", r.Decision.String(), "rule", r.RuleText(), "pid", r.Owner.Pid,
 		"up", r.BytesUp, "down", r.BytesDown, "duration", r.Duration)
+}
+
+// killAdopted kills and reaps the processes cordon adopted as a subreaper
+// (bare tiers: the command's orphans whose init died), once the sandbox is
+// closed. initPid, which cordon started and waited for, is not touched.
+func killAdopted(initPid int) {
+	self := os.Getpid()
+	deadline := time.Now().Add(teardownBound)
+	for time.Now().Before(deadline) {
+		var kids []int
+		for _, k := range proc.Children(self) {
+			if k != initPid {
+				kids = append(kids, k)
+			}
+		}
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = unix.Kill(k, unix.SIGKILL)
+		}
+		for _, k := range kids {
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(k, &ws, 0, nil)
+		}
+	}
 }

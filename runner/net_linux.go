@@ -37,6 +37,15 @@ func netMode(asked bwrap.Net, pol *policy.Policy, iso Isolation) (bwrap.Net, err
 		return "", &SetupError{Err: errors.New("--net filter needs a network namespace (--isolation bwrap)"),
 			Hint: "drop --isolation none, or the network rules"}
 	}
+	if mode != bwrap.NetHost && iso == IsolationLandlock {
+		// Without a network namespace the proxy's ports would be the
+		// host's loopback, Landlock restricts TCP by port only (any
+		// address on an allowed port) and UDP not before ABI 10: the
+		// filter could not be the only way out. Never an unfiltered
+		// fallback.
+		return "", &SetupError{Err: fmt.Errorf("--net %s (or a policy with network rules) needs the bwrap tier: without a network namespace Landlock cannot make cordon's proxy the only way out", mode),
+			Hint: "make bubblewrap work here (cordon doctor says how), or drop --net and the network rules"}
+	}
 	return mode, nil
 }
 

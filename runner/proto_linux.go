@@ -39,6 +39,9 @@ type configMsg struct {
 	// Session selects the session mode (see session_init_linux.go): no
 	// command of its own; the init spawns processes on request.
 	Session bool `json:"session,omitempty"`
+	// Landlock, when set, is the ruleset the init applies to itself
+	// before the filter (the landlock tier).
+	Landlock *landlockSpec `json:"landlock,omitempty"`
 	// NetListen asks the init for the proxy listeners on the sandbox's
 	// loopback (--net filter), sent with the notify listener.
 	NetListen bool `json:"net_listen,omitempty"`
@@ -48,14 +51,15 @@ type configMsg struct {
 // that are not UTF-8 (a file name in Latin-1, an odd environment value), so
 // argv, env and the directory travel as bytes (base64 in JSON).
 type wireConfig struct {
-	Argv      [][]byte `json:"argv"`
-	Env       [][]byte `json:"env"`
-	Dir       []byte   `json:"dir"`
-	Filter    []byte   `json:"filter"`
-	Fallback  []byte   `json:"fallback"`
-	Reap      bool     `json:"reap"`
-	Session   bool     `json:"session,omitempty"`
-	NetListen bool     `json:"net_listen,omitempty"`
+	Argv      [][]byte      `json:"argv"`
+	Env       [][]byte      `json:"env"`
+	Dir       []byte        `json:"dir"`
+	Filter    []byte        `json:"filter"`
+	Fallback  []byte        `json:"fallback"`
+	Reap      bool          `json:"reap"`
+	Session   bool          `json:"session,omitempty"`
+	NetListen bool          `json:"net_listen,omitempty"`
+	Landlock  *wireLandlock `json:"landlock,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -76,7 +80,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, Landlock: c.Landlock.wire()})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -85,7 +89,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, Landlock: w.Landlock.spec()}
 	return nil
 }
 

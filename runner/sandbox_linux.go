@@ -58,6 +58,8 @@ type SandboxOptions struct {
 	Logger *slog.Logger
 	// Exe is the binary that plays the init; empty means this executable.
 	Exe string
+	// Isolation is the tier (IsolationAuto when empty).
+	Isolation Isolation
 	// Home is the caller's home directory, for ~ in the policy's files
 	// part; empty means cordon's own.
 	Home string
@@ -72,6 +74,9 @@ type Sandbox struct {
 	warn    func(string) // a degraded mode, said to the user or logged
 	cmd     *exec.Cmd
 	bare    bool          // no bubblewrap: cmd is the init itself
+	tier    Isolation     // the tier it runs in (auto resolved)
+	session bool          // the init spawns on request (StartSandbox)
+	tmpdir  string        // landlock tier: the private TMPDIR, removed at teardown
 	binds   []string      // the paths bound into it (RW, RO)
 	waited  chan struct{} // closed when cmd.Wait returned
 	waitErr error         // cmd.Wait's result, once waited is closed
@@ -169,6 +174,7 @@ type SpawnRequest struct {
 // supervisor on its listener. Cancelling ctx while it starts ends it.
 func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	s, err := startSandbox(ctx, startSpec{
+		isolation: o.Isolation,
 		box: bwrap.Spec{Dir: o.Dir, RW: o.RW, RO: o.RO, Net: o.Net,
 			Hide: o.Hide, HideFiles: o.HideFiles},
 		exe:    o.Exe,
@@ -189,10 +195,21 @@ func StartSandbox(ctx context.Context, o SandboxOptions) (*Sandbox, error) {
 	s.serve(s.read)
 	go func() {
 		<-s.waited
-		s.end(fmt.Errorf("%w: bubblewrap exited (%v)", ErrSandboxLost, s.cmd.ProcessState))
+		s.end(fmt.Errorf("%w: %s exited (%v)", ErrSandboxLost, s.startedWhat(), s.cmd.ProcessState))
 	}()
 	return s, nil
 }
+
+// startedWhat names what cordon started: bubblewrap, or the init itself.
+func (s *Sandbox) startedWhat() string {
+	if s.bare {
+		return "the sandbox's init"
+	}
+	return "bubblewrap"
+}
+
+// Isolation is the tier the sandbox runs in.
+func (s *Sandbox) Isolation() Isolation { return s.tier }
 
 // InitPid is the init's pid in the host's pid namespace.
 func (s *Sandbox) InitPid() int { return s.initPid }
@@ -355,12 +372,16 @@ func nsInitPidfd(initPid int) int {
 
 // workloadEnv is a spawned process's environment: scrubEnv's (cordon's own
 // variables and the policy's env scrub), and the proxy's variables in a
-// filtered sandbox. A one-shot run's goes the same way: scrubEnv in the
+// filtered sandbox, and the landlock tier's private TMPDIR. A one-shot
+// run's goes the same way: scrubEnv in the
 // launcher, ProxyEnv in startSandbox.
 func (s *Sandbox) workloadEnv(env []string) []string {
 	env = scrubEnv(env, s.pol, s.log)
 	if s.filtered {
 		env = ProxyEnv(env, s.exe)
+	}
+	if s.tmpdir != "" {
+		env = withTMPDIR(env, s.tmpdir)
 	}
 	return env
 }

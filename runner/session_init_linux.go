@@ -28,6 +28,7 @@ func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
 	unix.Close(stderrFd) // nothing to hand to a command: each process brings its own fds
 
 	si := &sessInit{
+		bare:    cfg.Reap,
 		conn:    conn,
 		kick:    make(chan struct{}, 1),
 		shims:   make(map[int]*shimState),
@@ -39,7 +40,11 @@ func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
 		if err := conn.recvQueued(&m); err != nil {
 			// The host closed the session (or died): returning ends the
 			// init, bwrap's pid 1 follows, and the kernel kills what is
-			// left in the namespace.
+			// left in the namespace. Without one (Reap), the init kills
+			// its descendants itself.
+			if cfg.Reap {
+				killDescendants()
+			}
 			return 0
 		}
 		fds, err := conn.takeFDs(m.NFDs)
@@ -57,7 +62,10 @@ func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
 }
 
 type sessInit struct {
-	conn   *frameConn
+	conn *frameConn
+	// bare: no bubblewrap (the leader is made dumpable for the
+	// supervisor's ptrace, see spawn_unsafe.go).
+	bare   bool
 	sendMu sync.Mutex // one frame at a time on conn
 	kick   chan struct{}
 
@@ -113,7 +121,7 @@ func (si *sessInit) spawn(m *sessMsg, fds []int) {
 	// Held across the fork: the reaper must find the shim registered
 	// however fast it exits.
 	si.mu.Lock()
-	pid, pidfd, err := cSpawn(&spawnSpec{path: path, argv: argv, env: env, dir: dir, src: fds, dst: m.Targets, report: pair[1]})
+	pid, pidfd, err := cSpawn(&spawnSpec{path: path, argv: argv, env: env, dir: dir, src: fds, dst: m.Targets, report: pair[1], dumpable: si.bare})
 	if err == nil {
 		si.shims[pid] = st
 	}

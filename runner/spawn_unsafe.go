@@ -70,6 +70,7 @@ struct cordon_spawn {
 	const int *dst;    // ...and their numbers in the leader
 	int n;
 	int report;        // the shim's end of the report socket
+	int dumpable;      // make the leader dumpable before execve (no bwrap)
 };
 
 // Raw clone with fork semantics (no new stack: the child runs on a copy of
@@ -124,6 +125,13 @@ static void leader(const struct cordon_spawn *s, int report, int errfd) {
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	// Without bubblewrap's user namespace a supervisor run by a normal
+	// user has no CAP_SYS_PTRACE over the process: it can attach to
+	// verify this exec only if the leader is dumpable. The init's
+	// non-dumpable state guards its descriptors; the leader holds none of
+	// them (the shim closed them) but errfd, a pipe to its shim.
+	if (s->dumpable)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	execve(s->path, s->argv, s->envp);
 	leader_fail(errfd, STAGE_EXEC, errno);
 	_exit(127);
@@ -283,12 +291,17 @@ type spawnSpec struct {
 	src, dst []int
 	// report is the shim's end of a SOCK_SEQPACKET socketpair.
 	report int
+	// dumpable makes the leader dumpable before execve (bare tiers).
+	dumpable bool
 }
 
 // cSpawn forks a shim that runs sp (see the comment at the top of this
 // file) and returns the shim's pid and a pidfd for it.
 func cSpawn(sp *spawnSpec) (pid, pidfd int, err error) {
 	cs := C.struct_cordon_spawn{n: C.int(len(sp.src)), report: C.int(sp.report)}
+	if sp.dumpable {
+		cs.dumpable = 1
+	}
 	var frees []unsafe.Pointer
 	defer func() {
 		for _, p := range frees {

@@ -128,7 +128,9 @@ func policyPaths(spec bwrap.Spec) []string {
 // startSpec says how to start a sandbox. A one-shot run and a session differ
 // only in what is set here; startSandbox is the one path that starts either.
 type startSpec struct {
-	// isolation none runs the init on the host, without bubblewrap.
+	// isolation is the tier; auto (or empty) is resolved here
+	// (resolveIsolation). landlock and none run the init on the host,
+	// without bubblewrap.
 	isolation Isolation
 	// box shapes the sandbox (its Dir, binds, network and hidden paths).
 	box bwrap.Spec
@@ -165,6 +167,9 @@ type startSpec struct {
 	onFile func(FileEvent)
 	// files is the files policy expanded for this sandbox (set by argv).
 	files *fileLayout
+	// llBox is the landlock tier's layout: the box as bubblewrap would
+	// get it (git and files policy applied), set by argv.
+	llBox bwrap.Spec
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -234,11 +239,25 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		log = slog.New(slog.DiscardHandler)
 		sp.log = log
 	}
+	note, err := sp.resolveIsolation(ctx, log)
+	if err != nil {
+		return nil, err
+	}
 	cfg := sp.config
+	bare := sp.isolation != IsolationBwrap
+	// Without a pid namespace nothing but the init kills what the command
+	// leaves behind.
+	cfg.Reap = bare
+	if bare && (sp.sup.Verify == "" || sp.sup.Verify == supervisor.VerifyAuto) {
+		// Without bubblewrap the command shares the host's mount namespace
+		// and /proc: strict mode's proof (read-only mounts nobody can
+		// change, no memory writers) does not hold, so an exec that ptrace
+		// cannot verify is refused.
+		sp.sup.Verify = supervisor.VerifyPtrace
+	}
 	if err := checkDir(sp.box.Dir); err != nil {
 		return nil, err
 	}
-	var err error
 	if sp.box.Net, err = netMode(sp.box.Net, sp.policy, sp.isolation); err != nil {
 		return nil, err
 	}
@@ -299,17 +318,25 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 			return nil, &SetupError{Err: err}
 		}
 	}
+	var tmpdir string
+	if sp.isolation == IsolationLandlock {
+		if tmpdir, err = sp.landlock(&cfg, log); err != nil {
+			return nil, err
+		}
+	}
 	if filtered && !cfg.Session {
 		cfg.Env = ProxyEnv(cfg.Env, sp.exe)
 	}
 	conn, childEnd, err := newControlPair()
 	if err != nil {
+		removeTmp(tmpdir)
 		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		conn.close()
 		childEnd.Close()
+		removeTmp(tmpdir)
 		return nil, &SetupError{Err: err}
 	}
 	stdin, stdout, stderr := sp.stdin, sp.stdout, sp.stderr
@@ -320,6 +347,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 			childEnd.Close()
 			errR.Close()
 			errW.Close()
+			removeTmp(tmpdir)
 			return nil, &SetupError{Err: err}
 		}
 		defer devnull.Close()
@@ -334,7 +362,10 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	s := &Sandbox{
 		log:      log,
 		warn:     func(msg string) { log.Warn(msg) },
-		bare:     sp.isolation == IsolationNone,
+		bare:     bare,
+		tier:     sp.isolation,
+		session:  cfg.Session,
+		tmpdir:   tmpdir,
 		pol:      sp.policy,
 		binds:    append(append([]string(nil), sp.box.RW...), sp.box.RO...),
 		conn:     conn,
@@ -348,6 +379,9 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	}
 	if sp.stderr != nil {
 		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
+	}
+	if note != "" {
+		s.warn(note)
 	}
 	s.cmd = &exec.Cmd{
 		Path:       argv[0],
@@ -376,6 +410,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	if err != nil {
 		conn.close()
 		errR.Close()
+		removeTmp(tmpdir)
 		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
 	}
 	s.stderr = newSetupOutput(errR, pass)
@@ -409,7 +444,8 @@ func (sp *startSpec) argv() ([]string, error) {
 	}
 	// What decides the next run's policy is bound read-only, and never
 	// runs (supervisor.Options.NeverRun): bound read-only, a file a
-	// previous run wrote would pass --deny-writable-exec.
+	// previous run wrote would pass --deny-writable-exec. The landlock
+	// tier cannot bind anything read-only; what it keeps is NeverRun.
 	protected := policyPaths(sp.box)
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
 	box := sp.box
@@ -441,6 +477,12 @@ func (sp *startSpec) argv() ([]string, error) {
 				sp.onFile(ev)
 			}
 		}
+	}
+	if sp.isolation == IsolationLandlock {
+		// The same layout, enforced by the ruleset (sp.landlock) and the
+		// supervisor's refusal of protected names.
+		sp.llBox = box
+		return []string{exe, InitArg}, nil
 	}
 	return sandboxArgv(exe, box)
 }
@@ -526,7 +568,7 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 		s.nsInit = nsInitPidfd(s.initPid)
 	}
 	opts := sp.sup
-	opts.RootPid, opts.Logger = s.initPid, s.log
+	opts.RootPid, opts.Logger, opts.HostView = s.initPid, s.log, s.bare
 	if s.conns != nil {
 		// Set before the supervisor runs, which calls note.
 		s.conns.initPid = s.initPid
@@ -654,7 +696,11 @@ func (s *Sandbox) stop() {
 		}
 		if s.bare {
 			// The init kills and reaps the command's leftovers itself;
-			// killing it first would orphan them.
+			// killing it first would orphan them. A session's init does
+			// that when its control channel closes.
+			if s.session {
+				s.conn.close()
+			}
 			select {
 			case <-s.waited:
 			case <-time.After(teardownBound / 2):
@@ -687,6 +733,7 @@ func (s *Sandbox) stop() {
 			}
 		}
 		s.stderr.wait(100 * time.Millisecond)
+		removeTmp(s.tmpdir)
 		s.end(nil)
 	})
 }

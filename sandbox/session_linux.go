@@ -98,6 +98,12 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	if spec.IdleTimeout < 0 {
 		return nil, invalid("idle timeout %v is negative", time.Duration(spec.IdleTimeout))
 	}
+	iso := runner.IsolationAuto
+	if spec.Isolation != "" {
+		if iso, err = runner.ParseIsolation(spec.Isolation); err != nil {
+			return nil, invalid("%v", err)
+		}
+	}
 	dir := spec.Dir
 	if dir == "" {
 		dir = m.opts.Dir
@@ -127,7 +133,7 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	}
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(startCtx, runner.SandboxOptions{
-		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net,
+		Dir: dir, RW: spec.RW, RO: spec.RO, Net: net, Isolation: iso,
 		Hide: m.opts.Hide, HideFiles: m.opts.HideFiles,
 		Policy:     pol,
 		Ask:        s.ask,

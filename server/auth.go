@@ -16,10 +16,14 @@ type peerKey struct{}
 // peer is what the kernel says about a Unix-socket client.
 type peer struct {
 	uid, pid int
-	err      error
 	// foreign says why the peer is not in the daemon's own pid and mount
 	// namespaces (nil: it is): a process in a sandbox.
 	foreign error
+	// sandboxed: the peer runs inside a cordon sandbox (below a cordon
+	// init). Such a peer could ask for a session under a policy of its
+	// choosing; the bwrap tier hides the socket, the landlock tier cannot.
+	sandboxed bool
+	err       error
 }
 
 // allowed applies the access rules in order: Origin, Host, then the peer's
@@ -50,6 +54,9 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
 		case p.foreign != nil:
 			s.o.Logger.Warn("refused a connection from another namespace", "pid", p.pid, "err", p.foreign)
 			writeError(w, http.StatusForbidden, api.CodeForbidden, "refused: "+p.foreign.Error()+"; run cordon from the host, outside any sandbox")
+		case p.sandboxed:
+			s.o.Logger.Warn("refused a connection from inside a cordon sandbox", "pid", p.pid)
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "processes inside a cordon sandbox may not use the daemon")
 			return false
 		}
 	default:

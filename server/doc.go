@@ -12,7 +12,9 @@
 // statuses, and the access rules every request passes first: any Origin
 // header and any Host other than localhost, 127.0.0.1, [::1] or the socket
 // are refused (DNS rebinding); on TCP a bearer token is compared in constant
-// time; on a Unix socket the peer's uid (SO_PEERCRED) must be the daemon's.
+// time; on a Unix socket the peer's uid (SO_PEERCRED) must be the daemon's,
+// and the peer must not run inside a cordon sandbox (below a cordon init:
+// the landlock tier cannot hide the socket).
 //
 // It must never listen, write files or start processes itself: where it
 // listens, the discovery file and the daemon's life belong to package daemon.

@@ -10,8 +10,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
 )
+
+// selfExe is the daemon's own executable: a client below a process running
+// it was started by a cordon (a sandbox's), not by the user.
+var selfExe, _ = os.Executable()
 
 // ConnContext records the peer's credentials (SO_PEERCRED) of a Unix
 // socket connection for the access rules; set it as http.Server's
@@ -36,6 +41,8 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 		}
 		p.uid, p.pid = int(cred.Uid), int(cred.Pid)
 		p.foreign = sameNamespaces(int(fd), p.pid)
+		// Read now, while the connecting process is there to be read.
+		p.sandboxed = proc.UnderCordonInit(p.pid, selfExe)
 	})
 	if cerr != nil {
 		p.err = cerr

@@ -93,6 +93,9 @@ type SessionSpec struct {
 	// policy's network section). A policy with a network section is
 	// filtered unless Net is "none".
 	Net string `json:"net,omitempty"`
+	// Isolation is the tier: "auto" (default: bwrap when it works here,
+	// else landlock), "bwrap", "landlock" or "none" (exec policy only).
+	Isolation string `json:"isolation,omitempty"`
 	// Env is the processes' base environment ("KEY=value"); nil means
 	// sandbox.Options.Env.
 	Env []string `json:"env,omitempty"`

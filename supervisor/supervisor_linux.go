@@ -93,6 +93,11 @@ type Options struct {
 	// RootPid is a process whose root is the sandbox's root (the init):
 	// program names in rules are looked up there. Zero means the host's.
 	RootPid int
+	// HostView says the sandbox shares the supervisor's mount namespace
+	// and root (no bubblewrap): the sandbox's view is read from the
+	// supervisor's own /proc/self, not from RootPid's, which a supervisor
+	// without CAP_SYS_PTRACE cannot read (the init is not dumpable).
+	HostView bool
 	// SearchPath is the command's PATH, where a rule's bare program name
 	// is looked up to recognise links and copies of that program.
 	SearchPath string
@@ -177,7 +182,11 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	if opts.Verify == "" {
 		opts.Verify = VerifyAuto
 	}
-	sandbox := newSandboxView(opts.RootPid)
+	viewPid := opts.RootPid
+	if opts.HostView {
+		viewPid = 0
+	}
+	sandbox := newSandboxView(viewPid)
 	fs := newFiles(sandbox, opts.SearchPath)
 	fs.neverRun = neverRun(opts.NeverRun)
 	s := &Supervisor{
@@ -236,7 +245,7 @@ func (s *Supervisor) report(d *Verdict) {
 // init starts anything.
 func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	s, err := New(-1, pol, Options{OnDecision: opts.OnDecision, Ask: opts.Ask, Logger: opts.Logger,
-		RootPid: rootPid, SearchPath: opts.SearchPath, Verify: VerifyPtrace, NeverRun: opts.NeverRun})
+		RootPid: rootPid, HostView: opts.HostView, SearchPath: opts.SearchPath, Verify: VerifyPtrace, NeverRun: opts.NeverRun})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // advSrc holds the helper programs the adversarial tests build at test time.
@@ -98,4 +99,12 @@ func requireNoOwnLeftovers(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// readOnlyMount reports whether path lies on a read-only mount here.
+func readOnlyMount(t *testing.T, path string) bool {
+	t.Helper()
+	var st unix.Statfs_t
+	require.NoError(t, unix.Statfs(path, &st))
+	return st.Flags&unix.ST_RDONLY != 0
 }

@@ -396,6 +396,14 @@ func TestAdvLoaderRunsRenamedCopy(t *testing.T) {
 		})
 	}
 	r := runCordon(t, runOpts{dir: dir}, "--deny", "ls", "--", "sh", "-c", loader+" /usr/bin/echo loader-echo; ./my-loader /usr/bin/echo copy-echo")
+	if os.Getenv(tierEnv) == "landlock" && !readOnlyMount(t, "/usr/bin/echo") {
+		// Without bubblewrap's read-only binds the host's root is a
+		// writable mount: the loader rule cannot prove the program stays
+		// what was checked, and refuses it (README: the landlock tier).
+		assert.Contains(t, r.stderr, "cordon: denied: "+loader+" /usr/bin/echo loader-echo")
+		assert.Empty(t, r.stdout)
+		return
+	}
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "loader-echo\ncopy-echo\n", r.stdout, "an allowed program through the loader runs")
 }

@@ -62,8 +62,9 @@ func TestRunSubcommandAndShorthandAgree(t *testing.T) {
 
 func TestBwrapMissing(t *testing.T) {
 	requireSeccompNotify(t)
-	// A PATH without bwrap: cordon must say what to install, exit 125.
-	r := runCordon(t, runOpts{env: []string{"PATH=/nonexistent"}}, "--", "/bin/true")
+	// A PATH without bwrap and the bwrap tier named: cordon must say what
+	// to install, exit 125 (auto steps down instead: isolation_test.go).
+	r := runCordon(t, runOpts{env: []string{"PATH=/nonexistent"}}, "--isolation", "bwrap", "--", "/bin/true")
 	assert.Equal(t, 125, r.code)
 	assert.Contains(t, r.stderr, "bubblewrap (bwrap) not found")
 	assert.Contains(t, r.stderr, "apt-get install bubblewrap")

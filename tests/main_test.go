@@ -97,10 +97,43 @@ func runCordon(t *testing.T, o runOpts, args ...string) result {
 	return runCordonVia(t, o, append([]string{cordonBin}, args...)...)
 }
 
+// tierEnv names the isolation tier every run of the suite gets unless it
+// names one itself: CORDON_IT_ISOLATION=landlock go test ./tests -run TestAdv
+// runs the exec adversarial suite in the landlock tier (make
+// test-landlock).
+const tierEnv = "CORDON_IT_ISOLATION"
+
+// withTier inserts --isolation $CORDON_IT_ISOLATION into a run of cordon
+// (the root shorthand or "run") that does not choose a tier.
+func withTier(argv []string) []string {
+	tier := os.Getenv(tierEnv)
+	if tier == "" || len(argv) < 2 || argv[0] != cordonBin {
+		return argv
+	}
+	at := 1
+	if argv[1] == "run" {
+		at = 2
+	} else if !strings.HasPrefix(argv[1], "-") || argv[1] == "--version" || argv[1] == "--help" {
+		return argv
+	}
+	for _, a := range argv[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--isolation" || strings.HasPrefix(a, "--isolation=") {
+			return argv
+		}
+	}
+	out := append([]string{}, argv[:at]...)
+	out = append(out, "--isolation", tier)
+	return append(out, argv[at:]...)
+}
+
 // runCordonVia runs argv (a wrapper that runs cordon, or cordon itself) as
 // runCordon runs cordon.
 func runCordonVia(t *testing.T, o runOpts, argv ...string) result {
 	t.Helper()
+	argv = withTier(argv)
 	if o.timeout == 0 {
 		o.timeout = 30 * time.Second
 	}

@@ -58,10 +58,15 @@ func TestDoctorOnThisHost(t *testing.T) {
 
 	// A nested cordon therefore refuses to run rather than run unsupervised:
 	// its bwrap cannot create namespaces without capabilities, and without
-	// bwrap it cannot trace (ptrace is refused in the sandbox).
-	inner := cordon(t, "--", cordonBin, "--", "true")
+	// bwrap (auto steps down to landlock, or none) it cannot trace (ptrace
+	// is refused in the sandbox).
+	inner := cordon(t, "--", cordonBin, "--isolation", "bwrap", "--", "true")
 	assert.Equal(t, 125, inner.code, inner.stderr)
 	assert.Contains(t, inner.stderr, "cordon: sandbox setup failed: bwrap:")
+	inner = cordon(t, "--", cordonBin, "--", "true")
+	assert.Equal(t, 125, inner.code, inner.stderr)
+	assert.Contains(t, inner.stderr, "isolation landlock (bubblewrap cannot run here: bwrap:")
+	assert.Contains(t, inner.stderr, "cordon: sandbox setup failed: starting the supervisor: cannot attach with ptrace")
 	inner = cordon(t, "--", cordonBin, "--isolation", "none", "--", "true")
 	assert.Equal(t, 125, inner.code, inner.stderr)
 	assert.Contains(t, inner.stderr, "supervising with ptrace only")

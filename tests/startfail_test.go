@@ -48,7 +48,7 @@ func TestSandboxStartFailureIsReported(t *testing.T) {
 	t.Run("nested exec --no-daemon: no namespace", func(t *testing.T) {
 		// Inside cordon, bubblewrap cannot create namespaces: a host
 		// failure, so cordon doctor is the advice.
-		r := runCordon(t, bounded, "--", cordonBin, "exec", "--no-daemon", "--", "true")
+		r := runCordon(t, bounded, "--", cordonBin, "exec", "--no-daemon", "--isolation", "bwrap", "--", "true")
 		assertSetupFailed(t, r, "bwrap:", "run 'cordon doctor' to check this host")
 	})
 

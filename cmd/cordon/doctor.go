@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -33,7 +35,10 @@ supports and what is missing, with the fix for each:
   listener already exists above us (nested cordon or another tool: EBUSY);
   user namespaces and the sysctls that gate them (including Ubuntu's AppArmor
   restriction); bubblewrap's path, version and a real sandbox run; Yama's
-  ptrace scope (without ptrace cordon uses strict mode); WSL1/WSL2; cgroup v2.
+  ptrace scope (without ptrace cordon uses strict mode); WSL1/WSL2; cgroup v2;
+  the kernel's Landlock ABI and what the landlock tier cannot restrict at it;
+  and the isolation tier each run gets with --isolation auto (bwrap, or
+  landlock with why bubblewrap cannot run here and the fix, or refused).
 
 doctor changes nothing on the host. It exits 0 when cordon can run (no FAIL
 row) and 1 otherwise; rows marked warn name a degraded mode or a caveat.`,

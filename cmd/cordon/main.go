@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command cordon runs a command inside a bubblewrap sandbox and decides every
 // exec made inside it against an argv policy. See README.md.
 package main

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 // This file holds "cordon policy test" (a file named policy_test.go would be

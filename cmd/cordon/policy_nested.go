@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 // This file holds what "cordon policy check" shows of the commands a shell

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -113,6 +115,7 @@ command was denied or is not executable; 127 if it was not found; 124 on
   # Check what this host supports
   cordon doctor`,
 		Args:          cobra.ArbitraryArgs,
+		Version:       buildVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -123,6 +126,7 @@ command was denied or is not executable; 127 if it was not found; 124 on
 		},
 	}
 	root.Flags().SetInterspersed(false)
+	root.SetVersionTemplate(versionLine())
 	addRunFlags(root.Flags(), opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(newRunCmd(), newPolicyCmd(), newDoctorCmd(), newVersionCmd())

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -23,7 +25,6 @@ type runOptions struct {
 	sandboxFlags
 	ask        string
 	askTimeout time.Duration
-	isolation  string
 	verify     string
 	audit      string
 	debug      bool
@@ -37,7 +38,6 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	addSandboxFlags(fs, &o.sandboxFlags)
 	fs.StringVar(&o.ask, "ask", "deny", "how ask rules are answered: deny, allow, or tty (prompt on cordon's own terminal)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 30*time.Second, "with --ask tty: deny when there is no answer within this time")
-	fs.StringVar(&o.isolation, "isolation", "bwrap", "bwrap, or none: enforce the exec policy without a sandbox (prints a warning)")
 	fs.StringVar(&o.verify, "verify", "auto", "race-free exec verification: auto (ptrace; strict where ptrace cannot attach), ptrace, or strict (no ptrace: refuse callers that could change their arguments after the check)")
 	fs.StringVar(&o.audit, "audit", "", "append one JSON line per exec decision to FILE (- for stderr)")
 	fs.BoolVar(&o.debug, "debug", false, "log what cordon does to stderr")
@@ -106,7 +106,16 @@ list; --no-defaults drops it). --deny-read and --deny-write add paths
 (absolute, ~/..., or globs inside the writable trees such as '**/.env*'); a
 bind they cover is an error (exit 125). ~/.cache, ~/.local/state and
 ~/.npm/_logs are private to the sandbox and discarded. "cordon policy show"
-lists every files rule; --debug lists every path they applied to.`,
+lists every files rule; --debug lists every path they applied to.
+
+--isolation auto (the default) uses bubblewrap where it works. Where it
+cannot (Ubuntu 24.04's AppArmor restriction, a container's seccomp profile,
+no bwrap installed) it runs the landlock tier and says so in one line with
+the fix for this host: no namespaces; a Landlock ruleset keeps writes to the
+current directory, --rw paths and a private $TMPDIR (EACCES elsewhere), but
+cannot make paths inside them read-only or hide anything, and --net none is
+refused. With neither it refuses (exit 125). Naming a tier silences the
+line; "cordon doctor" shows the tier runs get here.`,
 		Example: `  cordon run --deny "git push" -- bash
   cordon run --allow-net registry.npmjs.org --allow-net '*.github.com' -- npm ci
   cordon run --net filter --allow-net 10.0.0.5:8080 --audit - -- ./agent.sh
@@ -117,7 +126,8 @@ lists every files rule; --debug lists every path they applied to.`,
   cordon run --deny-write generated --deny-write 'deploy/*.tf' -- bash
   cordon run --timeout 10m -- npm test
   cordon run --env-pass ANTHROPIC_API_KEY --env-deny '*_TOKEN' -- claude
-  cd ../my-worktree && cordon -- git commit -am wip`,
+  cd ../my-worktree && cordon -- git commit -am wip
+  cordon run --isolation landlock --rw ~/.cache -- make test   # where bubblewrap cannot run`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -199,7 +209,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
 		if (netMode != "" && netMode != bwrap.NetHost) || eff.cfg.Network != nil || len(o.rw) > 0 || len(o.ro) > 0 {
-			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap")
+			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap (landlock takes --rw and --ro)")
 		}
 		// Without a sandbox nothing can be hidden or made read-only:
 		// rules asked for explicitly fail instead of being ignored.
@@ -246,6 +256,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		Logger:               logger,
 		WedgeSupervisorAfter: o.wedgeAfter,
 		DropSupervisorAfter:  o.dropAfter,
+		AdoptOrphans:         true,
 	})
 	if err != nil {
 		return err

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package main
 
 import (
@@ -6,6 +8,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/spf13/pflag"
 )
@@ -16,20 +19,28 @@ import (
 // are the caller's.
 type sandboxFlags struct {
 	ruleFlags
-	rw, ro []string
-	net    string
+	rw, ro    []string
+	net       string
+	isolation string
 }
+
+// isolationUsage is --isolation's help, shared by run, exec and session
+// create.
+const isolationUsage = "how the command is confined: auto (bwrap when bubblewrap works here, else landlock, saying so once), " +
+	"bwrap (namespaces: the full sandbox), landlock (no namespaces: writes only in the working directory, --rw paths " +
+	"and a private TMPDIR; Linux 5.13+), or none (exec policy only, no sandbox: prints a warning)"
 
 func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 	addRuleFlags(fs, &o.ruleFlags)
 	fs.StringArrayVar(&o.rw, "rw", nil, "bind PATH read-write into the sandbox (repeatable)")
 	fs.StringArrayVar(&o.ro, "ro", nil, "bind PATH read-only into the sandbox (repeatable)")
 	fs.StringVar(&o.net, "net", "host", "network: host, none (loopback only) or filter (loopback, and cordon's proxy as the only way out, deciding every connection by the network rules: --allow-net, --deny-net, the policy's network section); a policy with network rules means filter")
+	fs.StringVar(&o.isolation, "isolation", "auto", isolationUsage)
 }
 
 // sandboxChanged reports whether any sandbox flag was given.
 func sandboxChanged(fs *pflag.FlagSet) bool {
-	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "deny-read", "deny-write", "env-deny", "env-pass", "rw", "ro", "net", "allow-net", "deny-net"} {
+	for _, n := range []string{"policy", "deny", "allow", "default", "no-defaults", "deny-writable-exec", "deny-read", "deny-write", "env-deny", "env-pass", "rw", "ro", "net", "allow-net", "deny-net", "isolation"} {
 		if fs.Changed(n) {
 			return true
 		}
@@ -59,13 +70,17 @@ func (o *sandboxFlags) specWith(fs *pflag.FlagSet, eff *effectivePolicy) (sandbo
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
+	iso, err := runner.ParseIsolation(o.isolation)
+	if err != nil {
+		return sandbox.SessionSpec{}, fmt.Errorf("--isolation: %w", err)
+	}
 	dir, err := currentDir()
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
 	return sandbox.SessionSpec{
 		Dir: dir, Env: clientEnv(), Policy: doc,
-		RW: absAll(o.rw), RO: absAll(o.ro), Net: string(netMode),
+		RW: absAll(o.rw), RO: absAll(o.ro), Net: string(netMode), Isolation: string(iso),
 	}, nil
 }
 

@@ -23,7 +23,7 @@ import (
 // SessionSpec converts r.
 func SessionSpec(r api.SessionRequest) service.SessionSpec {
 	return service.SessionSpec{
-		Name: r.Name, Dir: r.Dir, RW: r.RW, RO: r.RO, Net: r.Net, Env: r.Env,
+		Name: r.Name, Dir: r.Dir, RW: r.RW, RO: r.RO, Net: r.Net, Isolation: r.Isolation, Env: r.Env,
 		Policy: r.Policy, Carry: r.Carry, ReportAllowed: r.ReportAllowed,
 		IdleTimeout: msDuration(r.IdleTimeoutMs), AskTimeout: msDuration(r.AskTimeoutMs),
 	}
@@ -32,7 +32,7 @@ func SessionSpec(r api.SessionRequest) service.SessionSpec {
 // APISessionRequest converts spec (Ask cannot travel).
 func APISessionRequest(spec service.SessionSpec) api.SessionRequest {
 	return api.SessionRequest{
-		Name: spec.Name, Dir: spec.Dir, RW: spec.RW, RO: spec.RO, Net: spec.Net, Env: spec.Env,
+		Name: spec.Name, Dir: spec.Dir, RW: spec.RW, RO: spec.RO, Net: spec.Net, Isolation: spec.Isolation, Env: spec.Env,
 		Policy: spec.Policy, Carry: spec.Carry, ReportAllowed: spec.ReportAllowed,
 		IdleTimeoutMs: durationMs(spec.IdleTimeout), AskTimeoutMs: durationMs(spec.AskTimeout),
 	}

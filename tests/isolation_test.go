@@ -1,0 +1,442 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/internal/isolation"
+	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The landlock tier and --isolation auto, on hosts made to fail bubblewrap
+// the way real ones do: a container's seccomp profile (nsdeny.c), the same
+// for an unprivileged user, no bwrap on PATH; and a kernel without Landlock.
+
+// fsProbe tries, from inside the sandbox, every way out of the writable set
+// it knows and prints NAME=ok or NAME=ERRNO for each. argv[1] is a
+// directory outside the writable set that DAC would let anyone write
+// (mode 0777, a 0666 file "existing" in it): only Landlock stands between.
+const fsProbe = `
+import errno, os, sys
+out = sys.argv[1]
+ex = os.path.join(out, "existing")
+def t(name, f):
+    try:
+        f()
+        print(name + "=ok")
+    except OSError as e:
+        print(name + "=" + errno.errorcode[e.errno])
+def symlink_write():
+    os.symlink(ex, "link")
+    open("link", "w").write("x")
+def dirlink_create():
+    os.symlink(out, "dirlink")
+    open("dirlink/viadir", "w")
+t("write_inside", lambda: open("inside", "w").write("x"))
+t("write_tmpdir", lambda: open(os.path.join(os.environ["TMPDIR"], "t"), "w").write("x"))
+t("create_outside", lambda: open(os.path.join(out, "new"), "w"))
+t("write_outside", lambda: open(ex, "w"))
+t("append_outside", lambda: open(ex, "a"))
+t("truncate_outside", lambda: os.truncate(ex, 0))
+t("unlink_outside", lambda: os.unlink(ex))
+t("mkdir_outside", lambda: os.mkdir(os.path.join(out, "d")))
+t("dotdot", lambda: open("../" + os.path.basename(out) + "/existing", "w"))
+t("symlink_write", symlink_write)
+t("dirlink_create", dirlink_create)
+t("rename_out_in", lambda: os.rename(ex, "stolen"))
+t("rename_in_out", lambda: os.rename("inside", os.path.join(out, "moved")))
+t("link_out_in", lambda: os.link(ex, "hard"))
+t("write_tmp", lambda: open("/tmp/cordon-landlock-probe-%d" % os.getpid(), "w"))
+t("proc_mem", lambda: open("/proc/%d/mem" % os.getppid(), "r+b"))
+t("signal_host", lambda: os.kill(1, 0))
+t("write_cache", lambda: open(os.path.join(os.environ["XDG_CACHE_HOME"], "c"), "w").write("x"))
+print("tmpdir=" + os.environ["TMPDIR"])
+`
+
+// tierHost is a host layout for one landlock-tier run: a shared parent
+// with the working directory and an outside directory in it, readable (and
+// the outside writable, by DAC) for any user.
+type tierHost struct {
+	parent, work, out, probe string
+}
+
+func newTierHost(t *testing.T) tierHost {
+	t.Helper()
+	parent := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(parent), 0o755)) // t.TempDir's parent is 0700
+	require.NoError(t, os.Chmod(parent, 0o755))
+	h := tierHost{parent: parent, work: filepath.Join(parent, "work"), out: filepath.Join(parent, "out"),
+		probe: filepath.Join(parent, "probe.py")}
+	for _, d := range []string{h.work, h.out} {
+		require.NoError(t, os.Mkdir(d, 0o777))
+		require.NoError(t, os.Chmod(d, 0o777))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(h.out, "existing"), []byte("keep\n"), 0o666))
+	require.NoError(t, os.Chmod(filepath.Join(h.out, "existing"), 0o666))
+	require.NoError(t, os.WriteFile(h.probe, []byte(fsProbe), 0o644))
+	return h
+}
+
+// script is what every tier run does: the filesystem probe, then a denied
+// exec and an allowed one.
+func (h tierHost) script() string {
+	return "python3 " + h.probe + " " + h.out + "; git push origin main; echo push_rc=$?; echo allowed"
+}
+
+// check asserts what the landlock tier must enforce, from the run's
+// output and the host's files afterwards.
+func (h tierHost) check(t *testing.T, r result) {
+	t.Helper()
+	got := map[string]string{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			got[k] = v
+		}
+	}
+	assert.Equal(t, "ok", got["write_inside"], "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Equal(t, "ok", got["write_tmpdir"])
+	assert.Equal(t, "ok", got["write_cache"], "XDG_CACHE_HOME is the run's private cache")
+	for _, k := range []string{"create_outside", "write_outside", "append_outside", "truncate_outside",
+		"unlink_outside", "mkdir_outside", "dotdot", "symlink_write", "dirlink_create", "rename_in_out", "write_tmp",
+		"proc_mem"} {
+		assert.Equal(t, "EACCES", got[k], "%s must fail with EACCES; stdout: %s", k, r.stdout)
+	}
+	// Moving a file between a read-only and a writable hierarchy is a
+	// "refer" the kernel refuses with EXDEV or EACCES, depending on which
+	// side lacks the right.
+	for _, k := range []string{"rename_out_in", "link_out_in"} {
+		assert.Contains(t, []string{"EACCES", "EXDEV"}, got[k], "%s must fail; stdout: %s", k, r.stdout)
+	}
+	if isolation.LandlockABI() >= 6 {
+		// Signals are scoped to the sandbox: not even pid 1, which root
+		// could otherwise signal.
+		assert.Equal(t, "EPERM", got["signal_host"], "stdout: %s", r.stdout)
+	}
+	b, err := os.ReadFile(filepath.Join(h.out, "existing"))
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(b), "the outside file is untouched")
+	entries, err := os.ReadDir(h.out)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing was created outside: %v", entries)
+	_, err = os.Stat(filepath.Join(h.work, "inside"))
+	assert.NoError(t, err, "the write inside landed")
+
+	// Execs are still decided.
+	assert.Contains(t, r.stderr, "cordon: denied: git push origin main")
+	assert.Contains(t, r.stdout, "push_rc=126\n")
+	assert.Contains(t, r.stdout, "allowed\n")
+
+	// The private TMPDIR is cordon's, and gone after the run.
+	tmp := got["tmpdir"]
+	require.NotEmpty(t, tmp)
+	_, err = os.Stat(tmp)
+	assert.True(t, os.IsNotExist(err), "TMPDIR %s removed after the run: %v", tmp, err)
+	requireNoOwnLeftovers(t)
+}
+
+// stepDownLines returns the lines that announce auto's step down.
+func stepDownLines(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "isolation landlock (bubblewrap cannot run here") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	testcap.RequireSeccompNotify(t)
+	if isolation.LandlockABI() < 1 {
+		testcap.SkipOrFail(t, "Landlock is not available on this kernel")
+	}
+	requireTool(t, "python3")
+	requireTool(t, "git")
+}
+
+// A container whose seccomp profile refuses namespaces: auto runs the
+// landlock tier, says so once with the reason, and the tier holds.
+func TestIsolationAutoInContainerSeccomp(t *testing.T) {
+	requireLandlock(t)
+	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
+	h := newTierHost(t)
+	r := runCordonVia(t, runOpts{dir: h.work}, nsdeny, cordonBin, "--deny", "git push", "--", "sh", "-c", h.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	lines := stepDownLines(r.stderr)
+	require.Len(t, lines, 1, "one step-down line: %s", r.stderr)
+	assert.True(t, strings.HasPrefix(lines[0], "cordon: "), lines[0])
+	assert.Contains(t, lines[0], "Creating new namespace failed: Operation not permitted")
+	assert.Contains(t, lines[0], "To get the bwrap tier: ")
+	h.check(t, r)
+
+	// Naming the tier silences the line; the tier is the same.
+	h2 := newTierHost(t)
+	r = runCordonVia(t, runOpts{dir: h2.work}, nsdeny, cordonBin, "--isolation", "landlock", "--deny", "git push", "--", "sh", "-c", h2.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, stepDownLines(r.stderr), r.stderr)
+	h2.check(t, r)
+}
+
+// The same container, cordon run by an unprivileged user: DAC would let
+// nobody write the outside directory; Landlock does not.
+func TestIsolationAutoInContainerSeccompUnprivileged(t *testing.T) {
+	requireLandlock(t)
+	if os.Getuid() != 0 {
+		testcap.SkipOrFail(t, "needs root to switch to nobody (setpriv)")
+	}
+	setpriv := requireTool(t, "setpriv")
+	h := newTierHost(t)
+	bins := filepath.Join(h.parent, "bin")
+	require.NoError(t, os.Mkdir(bins, 0o755))
+	nsdeny := buildC(t, bins, "nsdeny.c", "nsdeny")
+	bin := filepath.Join(bins, "cordon")
+	copyFile(t, cordonBin, bin, 0o755)
+	r := runCordonVia(t, runOpts{dir: h.work, env: []string{"HOME=" + h.work}},
+		setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", nsdeny, bin,
+		"--deny", "git push", "--", "sh", "-c", "id -u; "+h.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stdout, "65534\n"), r.stdout)
+	require.Len(t, stepDownLines(r.stderr), 1, r.stderr)
+	h.check(t, r)
+
+	// A session's sandbox (exec without a daemon) the same way: its
+	// processes are spawned by the init's shims, and an unprivileged
+	// supervisor verifies their execs too.
+	h2 := newTierHost(t)
+	r = runCordonVia(t, runOpts{dir: h2.work, env: []string{"HOME=" + h2.work}},
+		setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", nsdeny, bin,
+		"exec", "--no-daemon", "--deny", "git push", "--", "sh", "-c", "id -u; "+h2.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stdout, "65534\n"), r.stdout)
+	h2.check(t, r)
+}
+
+// No bubblewrap on PATH: auto says so and what to install.
+func TestIsolationAutoWithoutBwrap(t *testing.T) {
+	requireLandlock(t)
+	h := newTierHost(t)
+	bins := filepath.Join(h.parent, "path")
+	require.NoError(t, os.Mkdir(bins, 0o755))
+	for _, tool := range []string{"sh", "git", "id"} {
+		p := requireTool(t, tool)
+		require.NoError(t, os.Symlink(p, filepath.Join(bins, tool)))
+	}
+	// python3 may be a shim (pyenv) that needs more of PATH: link the
+	// interpreter itself.
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(strings.TrimSpace(string(py)), filepath.Join(bins, "python3")))
+	r := runCordonVia(t, runOpts{dir: h.work, env: []string{"PATH=" + bins}},
+		cordonBin, "--isolation", "auto", "--deny", "git push", "--", "sh", "-c", h.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	lines := stepDownLines(r.stderr)
+	require.Len(t, lines, 1, r.stderr)
+	assert.Contains(t, lines[0], "bubblewrap is not installed")
+	assert.Contains(t, lines[0], "apt-get install bubblewrap")
+	h.check(t, r)
+}
+
+// Neither bubblewrap nor Landlock: auto refuses (never steps down to none
+// silently), naming the tier explicitly fails the same way, and none still
+// runs with its warning.
+func TestIsolationAutoRefusesWithoutLandlock(t *testing.T) {
+	requireLandlock(t)
+	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny-noll", "-DNO_LANDLOCK")
+	work := t.TempDir()
+	r := runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--", "sh", "-c", "echo ran > f")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "no isolation tier works on this host")
+	assert.Contains(t, r.stderr, "--isolation none")
+	_, err := os.Stat(filepath.Join(work, "f"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
+
+	r = runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--isolation", "landlock", "--", "true")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "Landlock unavailable")
+
+	r = runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--isolation", "none", "--deny", "git push", "--", "sh", "-c", "git push; echo rc=$?")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the command is NOT sandboxed")
+	assert.Contains(t, r.stdout, "rc=126")
+}
+
+// --net none and --net filter cannot be kept by Landlock (UDP, TCP by
+// port only): the tier refuses them rather than run with the network
+// open, also when auto stepped down and the policy has network rules.
+func TestIsolationLandlockRefusesNetworkLimits(t *testing.T) {
+	requireLandlock(t)
+	for _, args := range [][]string{{"--net", "none"}, {"--net", "filter"}, {"--allow-net", "example.com"}} {
+		r := cordon(t, append(append([]string{"--isolation", "landlock"}, args...), "--", "true")...)
+		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "needs the bwrap tier", args)
+	}
+	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
+	work := t.TempDir()
+	r := runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--allow-net", "example.com", "--", "sh", "-c", "echo ran > f")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "needs the bwrap tier")
+	_, err := os.Stat(filepath.Join(work, "f"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
+}
+
+// A session made through the daemon runs in the landlock tier too, with
+// its processes confined the same way.
+func TestIsolationLandlockSession(t *testing.T) {
+	requireLandlock(t)
+	d := newDaemonEnv(t)
+	d.start()
+	h := newTierHost(t)
+	r := d.cordonOpts(runOpts{dir: h.work}, "session", "create", "--name", "ll", "--isolation", "landlock", "--deny", "git push")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = d.cordonOpts(runOpts{dir: h.work}, "exec", "--session", "ll", "-c", h.script())
+	assert.Equal(t, 0, r.code, r.stderr)
+	got := r.stdout
+	assert.Contains(t, got, "write_inside=ok")
+	assert.Contains(t, got, "write_tmpdir=ok")
+	assert.Contains(t, got, "write_outside=EACCES")
+	assert.Contains(t, got, "create_outside=EACCES")
+	assert.Contains(t, got, "dotdot=EACCES")
+	assert.Contains(t, got, "push_rc=126")
+	r = d.cordonOpts(runOpts{dir: h.work}, "session", "rm", "ll")
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err := os.ReadFile(filepath.Join(h.out, "existing"))
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(b))
+}
+
+// doctor shows the tier each run would get: landlock under a container's
+// seccomp profile, with the fix, and cordon still counts as runnable.
+func TestIsolationDoctorShowsTier(t *testing.T) {
+	requireLandlock(t)
+	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
+	r := runCordonVia(t, runOpts{}, nsdeny, cordonBin, "doctor")
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var row string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "isolation ") {
+			row = l
+		}
+	}
+	assert.Contains(t, row, "warn")
+	assert.Contains(t, row, "runs get the landlock tier: bubblewrap cannot run here")
+	assert.Contains(t, r.stdout, "Landlock ABI")
+
+	r = runCordonVia(t, runOpts{}, cordonBin, "doctor")
+	assert.Contains(t, r.stdout, "runs get the bwrap tier")
+}
+
+// The landlock tier cannot hide the daemon's socket: the daemon itself
+// refuses clients that run inside a sandbox, which could otherwise ask it
+// for a session under a policy of their choosing.
+func TestIsolationLandlockCannotUseDaemon(t *testing.T) {
+	requireLandlock(t)
+	d := newDaemonEnv(t)
+	d.start()
+	work := t.TempDir()
+	r := d.cordonOpts(runOpts{dir: work}, "exec", "-c", "echo outside-ok")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "outside-ok\n", r.stdout)
+
+	r = d.cordonOpts(runOpts{dir: work}, "--isolation", "landlock", "--deny", "git push", "--",
+		cordonBin, "exec", "--no-defaults", "-c", "git push; echo escaped=$?")
+	assert.NotContains(t, r.stdout, "escaped=", "a sandboxed client must not get a sandbox of its own choosing")
+	assert.Contains(t, r.stderr, "processes inside a cordon sandbox may not use the daemon")
+	assert.NotEqual(t, 0, r.code)
+}
+
+// A writable set that holds cordon's trust store (running from the home
+// directory) is refused in the landlock tier: Landlock cannot keep the
+// store read-only, and the store decides the next run's policy.
+func TestIsolationLandlockRefusesWritableTrustStore(t *testing.T) {
+	requireLandlock(t)
+	work := t.TempDir()
+	r := runCordon(t, runOpts{dir: work, env: []string{"XDG_STATE_HOME=" + filepath.Join(work, "state")}},
+		"--isolation", "landlock", "--", "sh", "-c", "echo ran > f")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "cannot keep "+filepath.Join(work, "state", "cordon"))
+	_, err := os.Stat(filepath.Join(work, "f"))
+	assert.True(t, os.IsNotExist(err), "nothing ran")
+}
+
+// The files policy in the landlock tier: every default secret outside the
+// writable set is unreadable (Landlock grants every other entry of their
+// parents instead of "/"), a public key beside them is not, creating a
+// protected name in the working directory is refused by the supervisor,
+// and a deny_read inside the writable set, which Landlock cannot carve, is
+// refused rather than ignored.
+func TestIsolationLandlockFilesPolicy(t *testing.T) {
+	requireLandlock(t)
+	home := scratchHome(t)
+	work := filepath.Join(home, "proj")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	var script strings.Builder
+	for _, s := range defaultSecrets {
+		p := filepath.Join(home, s)
+		script.WriteString("if cat " + shq(p) + " >/dev/null 2>err; then echo READ " + shq(s) + "; else cat err; fi; ")
+	}
+	script.WriteString("cat " + shq(filepath.Join(home, ".ssh/id_ed25519.pub")) + "; ")
+	script.WriteString("mkdir .claude 2>&1; echo mkdir_rc=$?; rm -f err")
+	r := runCordon(t, runOpts{dir: work, env: homeEnv(home)}, "--isolation", "landlock", "--", "sh", "-c", script.String())
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "READ ")
+	for _, s := range defaultSecrets {
+		assert.Contains(t, r.stdout, filepath.Join(home, s)+": Permission denied", "%s", s)
+	}
+	assert.Contains(t, r.stdout, "SECRET .ssh/id_ed25519.pub\n")
+	assert.Contains(t, r.stdout, "mkdir_rc=1")
+	_, err := os.Stat(filepath.Join(work, ".claude"))
+	assert.True(t, os.IsNotExist(err), ".claude was not created")
+
+	require.NoError(t, os.WriteFile(filepath.Join(work, ".env"), []byte("TOKEN=1\n"), 0o644))
+	r = runCordon(t, runOpts{dir: work, env: homeEnv(home)}, "--isolation", "landlock", "--deny-read", "**/.env*", "--", "cat", ".env")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot make "+filepath.Join(work, ".env")+" unreadable")
+	assert.NotContains(t, r.stdout, "TOKEN")
+}
+
+// Without a pid namespace a process can leave the init's tree when the
+// init dies (killed from outside here; from inside, Landlock's signal
+// scoping refuses it on this kernel): what the command had detached
+// (setsid) is then adopted by cordon itself (a subreaper in the bare
+// tiers) and killed when the run ends, instead of outliving it.
+func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
+	requireLandlock(t)
+	requireTool(t, "python3")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cordonBin, "--isolation", "landlock", "--", "sh", "-c",
+		`setsid python3 -c "import time; print('ready', flush=True); time.sleep(313)" & sleep 300`)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), raceEnv)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+	var initPid int
+	for _, k := range proc.Children(cmd.Process.Pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k))
+		if strings.Contains(string(b), proc.InitArg) {
+			initPid = k
+		}
+	}
+	require.NotZero(t, initPid, "cordon's init")
+	require.NoError(t, syscall.Kill(initPid, syscall.SIGKILL))
+	err = cmd.Wait()
+	assert.Error(t, err, "the run fails when its init dies")
+	assertNoProcess(t, "time.sleep(313)")
+	requireNoOwnLeftovers(t)
+}
