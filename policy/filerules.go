@@ -136,6 +136,8 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{"**/.git/modules/**/config", "a submodule's config"},
 	{"**/.git/modules/**/config.worktree", "a submodule's per-worktree config"},
 	{"commondir", "points a git directory at another repository, and so at its config and hooks"},
+	{"config.worktree", "per-worktree config that git reads once extensions.worktreeConfig is on"},
+	{".git", "a new repository or git link in the tree: the user's git would read its config (core.fsmonitor) through a gitlink; existing .git files (submodule links) stay as they are; '!.git' allows git init and git clone"},
 	{"cordon.yaml", "the next run's policy"},
 	{".cordon.yaml", "the next run's policy"},
 	{".claude", "agent settings (hooks, permissions)"},
@@ -143,6 +145,9 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{".cursor", "agent settings"},
 	{".vscode", "editor tasks and settings run code"},
 	{".idea", "IDE run configurations"},
+	{".mcp.json", "MCP servers an agent starts (commands run outside the sandbox)"},
+	{".devcontainer", "dev container definitions (postCreateCommand and the like run on the next open)"},
+	{".zed", "editor settings and tasks run code"},
 }
 
 // BuiltinFiles returns the built-in deny_read and deny_write rules.

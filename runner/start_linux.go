@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/user"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -355,12 +356,15 @@ func (sp *startSpec) argv() ([]string, error) {
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
-	box = sp.withGit(box)
+	home, err := callerHome(sp.home)
+	if err != nil && sp.policy != nil {
+		return nil, err
+	}
+	box, err = sp.withGit(box, home)
+	if err != nil {
+		return nil, err
+	}
 	if sp.policy != nil {
-		home := sp.home
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
 		fl, err := planFiles(sp.policy.FilePolicy(), box, home)
 		if err != nil {
 			return nil, err
@@ -388,8 +392,11 @@ func (sp *startSpec) argv() ([]string, error) {
 
 // withGit adds to box what git needs in the working directory (gitView):
 // the one place both one-shot runs and sessions get it.
-func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
-	v := gitBindsFor(box.Dir, box.RW)
+func (sp *startSpec) withGit(box bwrap.Spec, home string) (bwrap.Spec, error) {
+	v := gitBindsFor(box.Dir, box.RW, home)
+	if v.err != nil {
+		return box, v.err
+	}
 	if sp.log != nil && v.why != "" {
 		sp.log.Debug("git", v.describe()...)
 	}
@@ -398,7 +405,29 @@ func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
 	box.ROTry = append(append([]string{}, box.ROTry...), v.ro...)
 	box.Private = append(append([]string{}, box.Private...), v.private...)
 	box.Protect = append(append([]string{}, box.Protect...), v.protect...)
-	return box
+	return box, nil
+}
+
+// callerHome is the home that ~ in the files rules means: the caller's
+// HOME, or when that is unset or empty, the home the user database gives
+// for cordon's user. Without one, every ~ rule (the built-in secrets)
+// would silently match nothing: the start fails instead.
+func callerHome(home string) (string, error) {
+	if home != "" {
+		if !filepath.IsAbs(home) {
+			return "", inputError(fmt.Errorf("HOME=%q is not an absolute path, so ~ in the files rules cannot be expanded", home), "set HOME to your home directory")
+		}
+		return filepath.Clean(home), nil
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" || !filepath.IsAbs(u.HomeDir) {
+		if err == nil {
+			err = fmt.Errorf("the user database gives no home for uid %d", os.Getuid())
+		}
+		return "", inputError(fmt.Errorf("HOME is unset and cordon cannot find your home directory (%w), so ~ in the files rules cannot be expanded", err),
+			"set HOME to your home directory")
+	}
+	return filepath.Clean(u.HomeDir), nil
 }
 
 // checkDir fails when the working directory cannot be the sandbox's: the
