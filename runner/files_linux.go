@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"golang.org/x/sys/unix"
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
 )
 
 // walkBound bounds how many entries planFiles looks at to expand the
