@@ -62,6 +62,9 @@ type gitView struct {
 	inWritable func(string) bool
 	// home expands ~/ in config paths.
 	home string
+	// newRepos is set when the policy lets the sandbox create .git
+	// ('!.git'): submodules' git directories may then be added too.
+	newRepos bool
 }
 
 // fail records the first error that stops the start.
@@ -81,8 +84,8 @@ func lookErr(p string, err error) error {
 
 // gitBindsFor computes the gitView for a sandbox whose working directory is
 // dir and whose other writable binds are rw.
-func gitBindsFor(dir string, rw []string, home string) gitView {
-	v := gitView{home: home}
+func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
+	v := gitView{home: home, newRepos: newRepos}
 	if dir == "" || filepath.Clean(dir) == "/" {
 		return v
 	}
@@ -276,7 +279,7 @@ func (v *gitView) linkedWorktree(dotgit, gitdir string, inWritable func(string) 
 	}
 	v.protectIfExists(filepath.Join(gitdir, "config.worktree"))
 	v.protectConfigTargets(filepath.Join(gitdir, "config.worktree"), gitdir, 0)
-	v.protectModules(filepath.Join(gitdir, "modules"), 0)
+	v.lockModules(gitdir)
 	if inWritable(common) {
 		v.protectGitdir(common)
 		return nil
@@ -388,7 +391,7 @@ func (v *gitView) protectGitdir(d string) {
 	for _, name := range []string{"config", "config.worktree"} {
 		v.protectConfigTargets(filepath.Join(d, name), d, 0)
 	}
-	v.protectModules(filepath.Join(d, "modules"), 0)
+	v.lockModules(d)
 	wts, err := os.ReadDir(filepath.Join(d, "worktrees"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		v.fail(lookErr(filepath.Join(d, "worktrees"), err))
@@ -553,6 +556,31 @@ func ensureEmptyFile(p string) {
 	}
 }
 
+// lockModules keeps the sandbox from planting a submodule's git directory
+// in d/modules: the user's git reuses an existing modules/NAME (git
+// submodule update --init), with its config and hooks, once a gitlink and
+// .gitmodules name it. Unless the policy allows new repositories ('!.git'),
+// modules/ is bound read-only (made, empty, when missing, as hooks/ is) and
+// each submodule git directory already in it is bound writable again, its
+// config and hooks protected: committing in a submodule works, adding one
+// inside the sandbox does not.
+func (v *gitView) lockModules(d string) {
+	m := filepath.Join(d, "modules")
+	if !v.newRepos {
+		if err := os.Mkdir(m, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			v.fail(lookErr(m, err))
+			return
+		}
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.IsDir() {
+			v.fail(&SetupError{Err: fmt.Errorf("%s is not a directory", m), Hint: "remove it (git keeps submodules' git directories there), then run again"})
+			return
+		}
+		v.roMust = append(v.roMust, m)
+	}
+	v.protectModules(m, 0)
+}
+
 // protectModules protects the git directories under a modules/ directory.
 // A submodule's name may hold slashes, so a directory that is not a git
 // directory is searched further (to a bound depth).
@@ -562,6 +590,9 @@ func (v *gitView) protectModules(dir string, depth int) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			v.fail(lookErr(dir, err))
+		}
 		return
 	}
 	for _, e := range entries {
@@ -570,6 +601,11 @@ func (v *gitView) protectModules(dir string, depth int) {
 		}
 		p := filepath.Join(dir, e.Name())
 		if isGitdir(p) {
+			if !v.newRepos {
+				// Bound writable again below the read-only modules/
+				// (lockModules): git commits in it.
+				v.rw = append(v.rw, p)
+			}
 			v.protectGitdir(p)
 		} else {
 			v.protectModules(p, depth+1)

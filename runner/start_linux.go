@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -360,7 +361,8 @@ func (sp *startSpec) argv() ([]string, error) {
 	if err != nil && sp.policy != nil {
 		return nil, err
 	}
-	box, err = sp.withGit(box, home)
+	newRepos := sp.policy == nil || !slices.Contains(protectedNames(sp.policy.FilePolicy().DenyWrite), ".git")
+	box, err = sp.withGit(box, home, newRepos)
 	if err != nil {
 		return nil, err
 	}
@@ -392,8 +394,8 @@ func (sp *startSpec) argv() ([]string, error) {
 
 // withGit adds to box what git needs in the working directory (gitView):
 // the one place both one-shot runs and sessions get it.
-func (sp *startSpec) withGit(box bwrap.Spec, home string) (bwrap.Spec, error) {
-	v := gitBindsFor(box.Dir, box.RW, home)
+func (sp *startSpec) withGit(box bwrap.Spec, home string, newRepos bool) (bwrap.Spec, error) {
+	v := gitBindsFor(box.Dir, box.RW, home, newRepos)
 	if v.err != nil {
 		return box, v.err
 	}

@@ -186,16 +186,19 @@ echo "gitdir: ../evilgit" > sub/.git 2>&1 || echo link-refused
 mv evilgit e/.git 2>&1 || echo rename-refused
 ln -s evilgit e/.git 2>&1 || echo symlink-refused
 echo x > .git/commondir 2>&1 || echo commondir-refused
+mkdir -p .git/modules/planted 2>&1 || echo modules-refused
+cd sub && echo change >> f && git commit -qam in-sub && echo sub-committed
 `
 	r := runCordon(t, runOpts{dir: top, env: env}, "--", "sh", "-c", attack)
 	out := r.stdout + r.stderr
 	assert.Contains(t, r.stderr, `/e/.git (rule: deny_write ".git": protected name; to allow new repositories (git init, git clone): --deny-write '!.git')`)
-	for _, w := range []string{"link-refused", "rename-refused", "symlink-refused", "commondir-refused"} {
+	for _, w := range []string{"link-refused", "rename-refused", "symlink-refused", "commondir-refused", "modules-refused", "sub-committed"} {
 		assert.Contains(t, r.stdout, w+"\n", out)
 	}
 	assert.Contains(t, r.stdout, "mv: cannot move 'evilgit' to 'e/.git': Permission denied")
 	assert.NoDirExists(t, filepath.Join(top, "e/.git"))
 	assert.NoFileExists(t, filepath.Join(top, ".git/commondir"))
+	assert.NoDirExists(t, filepath.Join(top, ".git/modules/planted"))
 	b, err := os.ReadFile(filepath.Join(top, "sub/.git"))
 	require.NoError(t, err)
 	assert.Equal(t, "gitdir: ../.git/modules/sub\n", string(b))
