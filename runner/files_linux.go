@@ -145,13 +145,17 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		roots = append(roots, filepath.Clean(p))
 	}
 	var rules []anchored
-	add := func(list []policy.FileRule, read bool) {
+	add := func(list []policy.FileRule, read bool) error {
 		for _, r := range list {
 			g := r.Glob()
 			if strings.HasPrefix(g, "/") || strings.HasPrefix(g, "~/") {
-				if a := policy.AnchorPattern(g, home, ""); a != "" {
-					rules = append(rules, anchorOf(r, a, "", read))
+				a := policy.AnchorPattern(g, home, "")
+				if a == "" {
+					// Never dropped silently: a rule that cannot be
+					// placed would protect nothing.
+					return inputError(fmt.Errorf("%s %q (%s): the home directory is unknown", listName(read), r.Pattern, r.Source), "set HOME")
 				}
+				rules = append(rules, anchorOf(r, a, "", read))
 				continue
 			}
 			for _, root := range roots {
@@ -170,9 +174,14 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 				rules = append(rules, a)
 			}
 		}
+		return nil
 	}
-	add(fp.DenyRead, true)
-	add(fp.DenyWrite, false)
+	if err := add(fp.DenyRead, true); err != nil {
+		return nil, err
+	}
+	if err := add(fp.DenyWrite, false); err != nil {
+		return nil, err
+	}
 	found, err := findMatches(rules, roots)
 	if err != nil {
 		return nil, err
@@ -256,6 +265,13 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		}
 	}
 	return fl, nil
+}
+
+func listName(read bool) string {
+	if read {
+		return "deny_read"
+	}
+	return "deny_write"
 }
 
 // protectedNames lists the bare deny_write names the supervisor refuses to

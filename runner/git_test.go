@@ -88,7 +88,9 @@ func TestGitBindsForLinkedWorktree(t *testing.T) {
 	v := gitBindsFor(wt, nil, "", false)
 	assert.Equal(t, []string{common}, v.private)
 	assert.ElementsMatch(t, []string{gitdir, filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}, v.rw)
-	assert.Equal(t, []string{filepath.Join(common, "packed-refs")}, v.roMust)
+	// The worktree's own modules/ (its submodules' git directories) is
+	// read-only, made when missing: nothing can be planted there.
+	assert.Equal(t, []string{filepath.Join(gitdir, "modules"), filepath.Join(common, "packed-refs")}, v.roMust)
 	assert.Contains(t, v.ro, filepath.Join(common, "config"))
 	assert.Contains(t, v.ro, filepath.Join(common, "hooks"))
 	assert.NotContains(t, v.ro, filepath.Join(common, "objects"))
