@@ -137,7 +137,7 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{"**/.git/modules/**/config.worktree", "a submodule's per-worktree config"},
 	{"commondir", "points a git directory at another repository, and so at its config and hooks"},
 	{"config.worktree", "per-worktree config that git reads once extensions.worktreeConfig is on"},
-	{".git", "a new repository or git link in the tree: the user's git would read its config (core.fsmonitor) through a gitlink; existing .git files (submodule links) stay as they are; '!.git' allows git init and git clone"},
+	{".git", "a new repository or git link: the user's git reads a nested repository's config (core.fsmonitor) through a gitlink; existing .git files are read-only, existing .git directories keep git working; '!.git' allows git init and git clone"},
 	{"cordon.yaml", "the next run's policy"},
 	{".cordon.yaml", "the next run's policy"},
 	{".claude", "agent settings (hooks, permissions)"},

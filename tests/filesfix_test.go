@@ -275,6 +275,11 @@ func TestRedTeamHomeUnset(t *testing.T) {
 		assert.NotContains(t, r.stdout, "SECRET", "%v", argv)
 		assert.Contains(t, r.stdout, f.Name()+": Permission denied", "%v: %s", argv, r.stderr)
 	}
+	// A session whose client has an empty HOME (the daemon started by it).
+	d := newDaemonEnv(t)
+	r := d.cordonOpts(runOpts{env: []string{"HOME="}}, "exec", "--deny-read", rule, "--", "sh", "-c", "cat "+shq(f.Name())+" 2>&1")
+	assert.NotContains(t, r.stdout, "SECRET", r.stderr)
+	assert.Contains(t, r.stdout, f.Name()+": Permission denied", r.stderr)
 }
 
 // TestRedTeamMoreProtectedNames: .mcp.json, .devcontainer and .zed cannot
