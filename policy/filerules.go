@@ -150,6 +150,11 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{".zed", "editor settings and tasks run code"},
 }
 
+// GitName is the deny_write name that refuses new repositories and git
+// links: unlike other names it never makes an existing .git directory
+// read-only as a whole.
+const GitName = ".git"
+
 // BuiltinFiles returns the built-in deny_read and deny_write rules.
 func BuiltinFiles() (denyRead, denyWrite []FileRule) {
 	for _, b := range builtinDenyRead {
@@ -263,6 +268,12 @@ func MatchFile(rules []FileRule, globs []string, p string) (FileRule, bool) {
 	for q := p; ; q = path.Dir(q) {
 		for i, r := range rules {
 			if r.Exception() || globs[i] == "" {
+				continue
+			}
+			if q != p && r.Pattern == GitName {
+				// The bare name .git refuses a new .git and keeps .git
+				// files; it does not cover what an existing .git
+				// directory holds (git writes it).
 				continue
 			}
 			if ok, _ := doublestar.Match(globs[i], q); ok {

@@ -532,7 +532,7 @@ func findMatches(rules []anchored, roots []string) (map[string]match, error) {
 			}
 			name := d.Name()
 			m, ok := test(p, name)
-			if ok && d.IsDir() && !m.read && name == ".git" && m.rule.Glob() == ".git" {
+			if ok && d.IsDir() && !m.read && name == ".git" && m.rule.Glob() == policy.GitName {
 				// The bare name .git refuses new repositories and links;
 				// an existing .git directory stays writable (git writes
 				// it), its config and hooks covered by their own rules,
