@@ -112,6 +112,22 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 		v.why = "no git repository"
 		return v
 	}
+	// The user's own configs apply in this repository too: each that
+	// lies in a writable tree (the working directory is home) is
+	// protected like .git/config, and what they point at inside the
+	// writable trees like what the repository's config points at (a
+	// global core.hooksPath of .githooks, an include into a dotfiles
+	// checkout the sandbox writes).
+	globals := []string{"/etc/gitconfig"}
+	if home != "" {
+		globals = append(globals, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config/git/config"))
+	}
+	for _, c := range globals {
+		if inWritable(mustReal(c)) {
+			v.protectIfExists(c)
+		}
+		v.protectConfigTargets(c, dotgit, 0)
+	}
 	switch {
 	case fi.IsDir():
 		if inWritable(dotgit) {

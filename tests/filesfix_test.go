@@ -227,6 +227,9 @@ func TestRedTeamGitConfigTargets(t *testing.T) {
 	hostGit(t, env, dir, "config", "include.path", "../shared.gitconfig")
 	hostGit(t, env, dir, "config", "includeIf.onbranch:main.path", "../branch.gitconfig")
 	writeFile(t, dir, "shared.gitconfig", "[user]\n\tname = A\n")
+	// The user's global config points into the tree too.
+	home := env[0][len("HOME="):]
+	writeFile(t, home, ".gitconfig", "[include]\n\tpath = "+filepath.Join(dir, "global-extra.gitconfig")+"\n")
 	writeFile(t, dir, "scripts/post-commit", "#!/bin/sh\n")
 	require.NoError(t, os.Symlink("../../scripts/post-commit", filepath.Join(dir, ".git/hooks/post-commit")))
 	script := `
@@ -234,11 +237,12 @@ echo evil > .husky/pre-commit 2>&1 || echo husky-refused
 printf '[core]\n\tfsmonitor = evil\n' >> shared.gitconfig 2>&1 || echo include-refused
 printf '[core]\n\tfsmonitor = evil\n' > branch.gitconfig 2>&1 || echo includeif-refused
 echo evil >> scripts/post-commit 2>&1 || echo hooklink-refused
+echo evil > global-extra.gitconfig 2>&1 || echo global-include-refused
 echo evil > .git/config.worktree 2>&1 || echo worktree-config-refused
 echo change >> f && git commit -qam change && echo committed
 `
 	r := runCordon(t, runOpts{dir: dir, env: env}, "--", "sh", "-c", script)
-	assert.Equal(t, "husky-refused\ninclude-refused\nincludeif-refused\nhooklink-refused\nworktree-config-refused\ncommitted\n", r.stdout, r.stderr)
+	assert.Equal(t, "husky-refused\ninclude-refused\nincludeif-refused\nhooklink-refused\nglobal-include-refused\nworktree-config-refused\ncommitted\n", r.stdout, r.stderr)
 	assert.Contains(t, r.stderr, `cordon: denied: create .git/config.worktree (rule: deny_write "config.worktree": protected name)`)
 	assert.NoFileExists(t, filepath.Join(dir, ".husky/pre-commit"))
 	assert.NoFileExists(t, filepath.Join(dir, ".git/config.worktree"))
