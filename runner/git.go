@@ -62,6 +62,10 @@ type gitView struct {
 	inWritable func(string) bool
 	// home expands ~/ in config paths.
 	home string
+	// stateDir is the git directory holding this working tree's
+	// operation state (rebase-merge/, sequencer/), when the sandbox can
+	// write it.
+	stateDir string
 	// newRepos is set when the policy lets the sandbox create .git
 	// ('!.git'): submodules' git directories may then be added too.
 	newRepos bool
@@ -133,6 +137,7 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 		if inWritable(dotgit) {
 			v.protectGitdir(dotgit)
 			v.why = "repository's git directory " + dotgit + " is in the writable tree"
+			v.stateDir = dotgit
 			return v
 		}
 		// cordon runs below the repository's top. The repository may be
@@ -154,6 +159,7 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 		if inWritable(gitdir) {
 			v.protectGitdir(gitdir)
 			v.why = "git directory " + gitdir + " is in the writable tree"
+			v.stateDir = gitdir
 			return v
 		}
 		if _, err := os.Lstat(filepath.Join(gitdir, "commondir")); err == nil {
@@ -161,6 +167,7 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 				return gitView{why: err.Error(), protect: v.protect, err: v.err}
 			}
 			v.why = "linked worktree: gitdir " + gitdir
+			v.stateDir = gitdir
 			return v
 		}
 		if err := checkSubmodule(top, gitdir); err != nil {
@@ -170,6 +177,7 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 			return gitView{why: err.Error(), protect: v.protect, err: v.err}
 		}
 		v.why = "submodule: gitdir " + gitdir
+		v.stateDir = gitdir
 	default:
 		v.why = dotgit + " is neither a directory nor a regular file: nothing bound"
 	}
@@ -706,4 +714,56 @@ func configValue(file, section, key string) (string, bool) {
 func (v gitView) describe() []any {
 	return []any{"found", v.why, "rw", v.rw, "ro", append(append([]string{}, v.roMust...), v.ro...),
 		"private", v.private, "protect", v.protect}
+}
+
+// gitQueue remembers the files in which git queues commands for a stopped
+// operation (an interactive rebase's todo list, the sequencer's) as they
+// were when the sandbox started, so that cordon can say at the end when
+// the sandbox left exec lines queued there: the user's own git runs them,
+// outside any sandbox, on git rebase --continue. Nothing stops the
+// sandbox from writing them (git needs to); this only tells the user.
+type gitQueue struct {
+	dir    string
+	before map[string]string
+}
+
+var gitQueueFiles = []string{"rebase-merge/git-rebase-todo", "sequencer/todo"}
+
+func newGitQueue(dir string) *gitQueue {
+	if dir == "" {
+		return nil
+	}
+	q := &gitQueue{dir: dir, before: map[string]string{}}
+	for _, f := range gitQueueFiles {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		q.before[f] = string(b)
+	}
+	return q
+}
+
+// left returns a warning for each queue file that changed during the run
+// and now holds exec lines.
+func (q *gitQueue) left() []string {
+	if q == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range gitQueueFiles {
+		p := filepath.Join(q.dir, f)
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) == q.before[f] {
+			continue
+		}
+		var cmds []string
+		for _, line := range strings.Split(string(b), "\n") {
+			w := strings.Fields(line)
+			if len(w) > 1 && (w[0] == "exec" || w[0] == "x") {
+				cmds = append(cmds, strings.Join(w[1:], " "))
+			}
+		}
+		if len(cmds) > 0 {
+			out = append(out, fmt.Sprintf("%s holds %d exec line(s) the sandbox left queued (first: %q); your git runs them outside the sandbox on --continue: review them (git rebase --edit-todo) or abort (git rebase --abort)", p, len(cmds), cmds[0]))
+		}
+	}
+	return out
 }

@@ -167,6 +167,9 @@ type startSpec struct {
 	onFile func(FileEvent)
 	// files is the files policy expanded for this sandbox (set by argv).
 	files *fileLayout
+	// queue is git's queued commands at start (set by argv), for the
+	// warning at the end (gitQueue).
+	queue *gitQueue
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -276,6 +279,7 @@ func startSandbox(ctx context.Context, sp startSpec) (*Sandbox, error) {
 		stderr = errW
 	}
 	s := &Sandbox{
+		queue:    sp.queue,
 		log:      log,
 		warn:     func(msg string) { log.Warn(msg) },
 		bare:     sp.isolation == IsolationNone,
@@ -407,6 +411,7 @@ func (sp *startSpec) withGit(box bwrap.Spec, home string, newRepos bool) (bwrap.
 	box.ROTry = append(append([]string{}, box.ROTry...), v.ro...)
 	box.Private = append(append([]string{}, box.Private...), v.private...)
 	box.Protect = append(append([]string{}, box.Protect...), v.protect...)
+	sp.queue = newGitQueue(v.stateDir)
 	return box, nil
 }
 
@@ -628,6 +633,9 @@ func (s *Sandbox) stop() {
 		}
 		s.kill()
 		wait(s.waited, "the sandbox's exit")
+		for _, w := range s.queue.left() {
+			s.warn(w)
+		}
 		// bwrap's own exit does not wait for the namespace to empty: wait
 		// for its pid 1, so that nothing of the sandbox runs once Close
 		// returns.

@@ -312,3 +312,22 @@ func lastLines(s string, _ int) string {
 	}
 	return b.String()
 }
+
+// TestRedTeamRebaseExecLeftQueued (P3, a documented limit): an interactive
+// rebase left stopped at "break" with an exec line queued would run it in
+// the user's git rebase --continue. cordon cannot refuse the write (git
+// needs the todo list), so it says so at the end of the run.
+func TestRedTeamRebaseExecLeftQueued(t *testing.T) {
+	requireSeccompNotify(t)
+	env := gitEnv(t)
+	dir := filepath.Join(t.TempDir(), "repo")
+	newRepo(t, env, dir)
+	hostGit(t, env, dir, "commit", "-q", "--allow-empty", "-m", "two")
+	r := runCordon(t, runOpts{dir: dir, env: env}, "--", "sh", "-c",
+		`GIT_SEQUENCE_EDITOR='sed -i "1i break\nexec echo QUEUED"' git rebase -q -i HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge && echo stopped`)
+	assert.Equal(t, "stopped\n", r.stdout, r.stderr)
+	assert.Regexp(t, `cordon: warning: .*/\.git/rebase-merge/git-rebase-todo holds 1 exec line\(s\) the sandbox left queued \(first: "echo QUEUED"\)`, r.stderr)
+	// A run that leaves the queue as it found it says nothing.
+	r = runCordon(t, runOpts{dir: dir, env: env}, "--", "true")
+	assert.NotContains(t, r.stderr, "exec line")
+}
