@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,6 +55,8 @@ type fileLayout struct {
 	rw, ro     []string
 	names      []string
 	events     []FileEvent
+	// gitDirs are the .git directories the walk found in writable trees.
+	gitDirs []string
 	// placeholder is the host directory holding the mode-000 file bound
 	// over unreadable files; it is removed once the sandbox is set up.
 	placeholder string
@@ -182,7 +185,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 	if err := add(fp.DenyWrite, false); err != nil {
 		return nil, err
 	}
-	found, err := findMatches(rules, roots)
+	found, err := findMatches(rules, roots, &fl.gitDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +373,7 @@ type match struct {
 // into submodules' git directories (modules) and linked worktrees' own
 // directories (worktrees). Symlinks are not followed by the walk; a matching symlink stands
 // for what it points to, which is what a mount over its path covers.
-func findMatches(rules []anchored, roots []string) (map[string]match, error) {
+func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[string]match, error) {
 	// writable reports whether p lies in a tree the sandbox can write,
 	// where it could have changed modes for the next run.
 	writable := func(p string) bool {
@@ -514,6 +517,9 @@ func findMatches(rules []anchored, roots []string) (map[string]match, error) {
 				return nil
 			}
 			if d.IsDir() && isGitDir(p) {
+				if gitDirs != nil && writable(p) && !slices.Contains(*gitDirs, p) {
+					*gitDirs = append(*gitDirs, p)
+				}
 				// git would make hooks itself; made now, it can be
 				// protected before the sandbox could fill it.
 				hooks := filepath.Join(p, "hooks")

@@ -95,18 +95,7 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 	}
 	// Paths are compared resolved: the links git writes are.
 	dir = mustReal(dir)
-	writable := []string{dir}
-	for _, w := range rw {
-		writable = append(writable, mustReal(w))
-	}
-	inWritable := func(p string) bool {
-		for _, w := range writable {
-			if within(p, w) {
-				return true
-			}
-		}
-		return false
-	}
+	inWritable := inTrees(append([]string{dir}, rw...))
 	v.inWritable = inWritable
 	top, dotgit, fi, ok, err := findDotGit(dir)
 	if err != nil {
@@ -180,6 +169,37 @@ func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
 		v.stateDir = gitdir
 	default:
 		v.why = dotgit + " is neither a directory nor a regular file: nothing bound"
+	}
+	return v
+}
+
+// inTrees returns a test of whether a (resolved) path lies in one of
+// trees.
+func inTrees(trees []string) func(string) bool {
+	var real []string
+	for _, w := range trees {
+		real = append(real, mustReal(w))
+	}
+	return func(p string) bool {
+		for _, w := range real {
+			if within(p, w) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// nestedGit protects, in each of the .git directories the files walk found
+// in the writable trees (other repositories checked out inside the working
+// directory: a directory of projects, vendored clones), what protectGitdir
+// protects in the working directory's own: the user runs git there too.
+func nestedGit(dirs, trees []string, home string, newRepos bool) gitView {
+	v := gitView{home: home, newRepos: newRepos, inWritable: inTrees(trees)}
+	for _, d := range dirs {
+		if filepath.Base(d) == ".git" {
+			v.protectGitdir(d)
+		}
 	}
 	return v
 }

@@ -170,6 +170,9 @@ type startSpec struct {
 	// queue is git's queued commands at start (set by argv), for the
 	// warning at the end (gitQueue).
 	queue *gitQueue
+	// gitDir is the working directory's git directory that withGit
+	// protected, when the sandbox can write it.
+	gitDir string
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -382,6 +385,19 @@ func (sp *startSpec) argv() ([]string, error) {
 					"narrow the rule, or install cordon elsewhere")
 			}
 		}
+		// Repositories found inside the writable trees get what the
+		// working directory's own gets.
+		if len(fl.gitDirs) > 0 {
+			nv := nestedGit(slices.DeleteFunc(fl.gitDirs, func(d string) bool { return d == sp.gitDir }),
+				append([]string{box.Dir}, box.RW...), home, newRepos)
+			if nv.err != nil {
+				fl.cleanup()
+				return nil, nv.err
+			}
+			box.RW = append(append([]string{}, box.RW...), nv.rw...)
+			box.RO = append(append([]string{}, box.RO...), nv.roMust...)
+			box.Protect = append(append([]string{}, box.Protect...), nv.protect...)
+		}
 		fl.apply(&box)
 		sp.sup.ProtectedNames = fl.names
 		sp.log.Debug("files policy", "hidden", len(fl.unreadable), "protected", len(fl.protect),
@@ -412,6 +428,7 @@ func (sp *startSpec) withGit(box bwrap.Spec, home string, newRepos bool) (bwrap.
 	box.Private = append(append([]string{}, box.Private...), v.private...)
 	box.Protect = append(append([]string{}, box.Protect...), v.protect...)
 	sp.queue = newGitQueue(v.stateDir)
+	sp.gitDir = v.stateDir
 	return box, nil
 }
 

@@ -331,3 +331,38 @@ func TestRedTeamRebaseExecLeftQueued(t *testing.T) {
 	r = runCordon(t, runOpts{dir: dir, env: env}, "--", "true")
 	assert.NotContains(t, r.stderr, "exec line")
 }
+
+// TestRedTeamNestedRepositories: a directory of projects (each its own
+// repository, the working directory none) gets for each what a
+// repository at the working directory gets: hooksPath targets, includes
+// and modules/ protected.
+func TestRedTeamNestedRepositories(t *testing.T) {
+	requireSeccompNotify(t)
+	env := gitEnv(t)
+	src := t.TempDir()
+	proj := filepath.Join(src, "proj")
+	newRepo(t, env, proj)
+	hostGit(t, env, proj, "config", "core.hooksPath", ".husky")
+	script := `
+echo evil > proj/.husky/pre-commit 2>&1 || echo husky-refused
+mkdir proj/.git/modules/planted 2>&1 || echo modules-refused
+echo evil >> proj/.git/config 2>&1 || echo config-refused
+cd proj && echo change >> f && git commit -qam change && echo committed
+`
+	r := runCordon(t, runOpts{dir: src, env: env}, "--", "sh", "-c", script)
+	assert.Equal(t, "husky-refused\nmodules-refused\nconfig-refused\ncommitted\n", lastLinesAll(r.stdout), r.stderr)
+	assert.NoFileExists(t, filepath.Join(proj, ".husky/pre-commit"))
+	assert.NoDirExists(t, filepath.Join(proj, ".git/modules/planted"))
+}
+
+// lastLinesAll keeps the lines of s that are one word (the script's
+// markers; the shell's messages have spaces).
+func lastLinesAll(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" && !strings.Contains(l, " ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
