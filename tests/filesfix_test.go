@@ -344,8 +344,8 @@ func TestRedTeamNestedRepositories(t *testing.T) {
 	newRepo(t, env, proj)
 	hostGit(t, env, proj, "config", "core.hooksPath", ".husky")
 	script := `
-echo evil > proj/.husky/pre-commit 2>&1 || echo husky-refused
-mkdir proj/.git/modules/planted 2>&1 || echo modules-refused
+{ mkdir -p proj/.husky && echo evil > proj/.husky/pre-commit; } 2>&1 || echo husky-refused
+mkdir -p proj/.git/modules/planted 2>&1 || echo modules-refused
 echo evil >> proj/.git/config 2>&1 || echo config-refused
 cd proj && echo change >> f && git commit -qam change && echo committed
 `
