@@ -486,7 +486,16 @@ func (v *gitView) protectConfigTargets(config, gitdir string, depth int) {
 			if !v.inWritable(mustReal(filepath.Dir(p))) && !v.inWritable(p) {
 				continue
 			}
-			ensureEmptyFile(p)
+			// Made (with its directory) when missing: the sandbox must
+			// not be the one to create it.
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				ensureEmptyFile(p)
+			}
+			if _, err := os.Stat(p); err != nil {
+				v.fail(&SetupError{Err: fmt.Errorf("%s includes %s, which cordon cannot make or look at to protect it: %w", config, p, err),
+					Hint: "create it (an empty file is read as nothing) or remove the include, then run again"})
+				continue
+			}
 			p = mustReal(p)
 			v.protectIfExists(p)
 			v.protectConfigTargets(p, gitdir, depth+1)

@@ -225,7 +225,7 @@ func TestRedTeamGitConfigTargets(t *testing.T) {
 	newRepo(t, env, dir)
 	hostGit(t, env, dir, "config", "core.hooksPath", ".husky")
 	hostGit(t, env, dir, "config", "include.path", "../shared.gitconfig")
-	hostGit(t, env, dir, "config", "includeIf.onbranch:main.path", "../branch.gitconfig")
+	hostGit(t, env, dir, "config", "includeIf.onbranch:main.path", "../conf/branch.gitconfig")
 	writeFile(t, dir, "shared.gitconfig", "[user]\n\tname = A\n")
 	// The user's global config points into the tree too.
 	home := env[0][len("HOME="):]
@@ -235,7 +235,7 @@ func TestRedTeamGitConfigTargets(t *testing.T) {
 	script := `
 echo evil > .husky/pre-commit 2>&1 || echo husky-refused
 printf '[core]\n\tfsmonitor = evil\n' >> shared.gitconfig 2>&1 || echo include-refused
-printf '[core]\n\tfsmonitor = evil\n' > branch.gitconfig 2>&1 || echo includeif-refused
+printf '[core]\n\tfsmonitor = evil\n' > conf/branch.gitconfig 2>&1 || echo includeif-refused
 echo evil >> scripts/post-commit 2>&1 || echo hooklink-refused
 echo evil > global-extra.gitconfig 2>&1 || echo global-include-refused
 echo evil > .git/config.worktree 2>&1 || echo worktree-config-refused
@@ -249,7 +249,7 @@ echo change >> f && git commit -qam change && echo committed
 	b, err := os.ReadFile(filepath.Join(dir, "shared.gitconfig"))
 	require.NoError(t, err)
 	assert.Equal(t, "[user]\n\tname = A\n", string(b))
-	b, err = os.ReadFile(filepath.Join(dir, "branch.gitconfig"))
+	b, err = os.ReadFile(filepath.Join(dir, "conf/branch.gitconfig"))
 	require.NoError(t, err)
 	assert.Empty(t, string(b))
 	b, err = os.ReadFile(filepath.Join(dir, "scripts/post-commit"))
