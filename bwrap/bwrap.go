@@ -140,6 +140,14 @@ func (s *Spec) Args() ([]string, error) {
 		binds = append(binds, bind{"--tmpfs", p})
 	}
 	binds = protect(binds, s.Protect)
+	// An unreadable path's parents are pinned as a protected path's are:
+	// a parent moved aside in one run (mv ~/.ssh ~/.s) would otherwise
+	// take the secret out from under the rule for the next.
+	unreadable := make([]string, len(s.Unreadable))
+	for i, u := range s.Unreadable {
+		unreadable[i] = u.Path
+	}
+	binds = pinParents(binds, unreadable)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
 	for _, b := range binds {
 		if b.op == "--tmpfs" {
@@ -201,7 +209,23 @@ type Unreadable struct {
 // between that bind and the path, then a read-only bind of the path. The
 // caller sorts by depth, so each pin lands before anything below it.
 func protect(binds []bind, paths []string) []bind {
+	return pin(binds, paths, true)
+}
+
+// pinParents appends, for each path a writable bind holds, the writable
+// self-binds of every directory between that bind and the path (as
+// protect does), but not a bind of the path itself: the caller covers it.
+func pinParents(binds []bind, paths []string) []bind {
+	return pin(binds, paths, false)
+}
+
+func pin(binds []bind, paths []string, self bool) []bind {
 	pinned := make(map[string]bool)
+	for _, b := range binds {
+		if b.op == "--bind" {
+			pinned[filepath.Clean(b.path)] = true
+		}
+	}
 	n := len(binds)
 	for _, p := range paths {
 		p = filepath.Clean(p)
@@ -227,7 +251,9 @@ func protect(binds []bind, paths []string) []bind {
 				binds = append(binds, bind{"--bind", d})
 			}
 		}
-		binds = append(binds, bind{"--ro-bind", p})
+		if self {
+			binds = append(binds, bind{"--ro-bind", p})
+		}
 	}
 	return binds
 }

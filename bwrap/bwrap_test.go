@@ -353,6 +353,21 @@ func TestArgsFiles(t *testing.T) {
 	if !strings.Contains(got, want) {
 		t.Errorf("args:\n%s\nwant in them:\n%s", got, want)
 	}
+	// A hidden path deeper in a writable bind has its parents pinned (a
+	// writable self-bind each, before the cover), so none can be renamed.
+	s.Unreadable = append(s.Unreadable, Unreadable{Path: "/home/me/repo/config/secrets", Dir: true})
+	a, err = s.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Join(a, " ")
+	if want := "--bind /home/me/repo/config /home/me/repo/config"; !strings.Contains(got, want) ||
+		strings.Index(got, want) > strings.Index(got, "--tmpfs /home/me/repo/config/secrets") {
+		t.Errorf("args:\n%s\nwant the parent pinned before the cover: %s", got, want)
+	}
+	if strings.Contains(got, "--bind /home/me/repo/config/secrets ") || strings.Contains(got, "--bind /home/me/.aws") {
+		t.Errorf("args:\n%s\nthe hidden path itself, or one outside a writable bind, is not pinned", got)
+	}
 	s.UnreadableFile = ""
 	if _, err := s.Args(); err == nil {
 		t.Error("an unreadable file without a placeholder must be an error")

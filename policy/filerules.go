@@ -136,6 +136,8 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{"**/.git/modules/**/config", "a submodule's config"},
 	{"**/.git/modules/**/config.worktree", "a submodule's per-worktree config"},
 	{"commondir", "points a git directory at another repository, and so at its config and hooks"},
+	{"config.worktree", "per-worktree config that git reads once extensions.worktreeConfig is on"},
+	{".git", "a new repository or git link: the user's git reads a nested repository's config (core.fsmonitor) through a gitlink; existing .git files are read-only, existing .git directories keep git working; '!.git' allows git init and git clone"},
 	{"cordon.yaml", "the next run's policy"},
 	{".cordon.yaml", "the next run's policy"},
 	{".claude", "agent settings (hooks, permissions)"},
@@ -144,7 +146,15 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{".gemini", "agent settings (hooks)"},
 	{".vscode", "editor tasks and settings run code"},
 	{".idea", "IDE run configurations"},
+	{".mcp.json", "MCP servers an agent starts (commands run outside the sandbox)"},
+	{".devcontainer", "dev container definitions (postCreateCommand and the like run on the next open)"},
+	{".zed", "editor settings and tasks run code"},
 }
+
+// GitName is the deny_write name that refuses new repositories and git
+// links: unlike other names it never makes an existing .git directory
+// read-only as a whole.
+const GitName = ".git"
 
 // BuiltinFiles returns the built-in deny_read and deny_write rules.
 func BuiltinFiles() (denyRead, denyWrite []FileRule) {
@@ -259,6 +269,12 @@ func MatchFile(rules []FileRule, globs []string, p string) (FileRule, bool) {
 	for q := p; ; q = path.Dir(q) {
 		for i, r := range rules {
 			if r.Exception() || globs[i] == "" {
+				continue
+			}
+			if q != p && r.Pattern == GitName {
+				// The bare name .git refuses a new .git and keeps .git
+				// files; it does not cover what an existing .git
+				// directory holds (git writes it).
 				continue
 			}
 			if ok, _ := doublestar.Match(globs[i], q); ok {

@@ -89,7 +89,7 @@ func TestFenceFilesystemImport(t *testing.T) {
 }
 
 func TestMatchFile(t *testing.T) {
-	rules := []FileRule{{Pattern: "~/.ssh/id_*"}, {Pattern: "!~/.ssh/id_*.pub"}, {Pattern: "~/.aws"}, {Pattern: ".env*"}, {Pattern: ".git/hooks"}}
+	rules := []FileRule{{Pattern: "~/.ssh/id_*"}, {Pattern: "!~/.ssh/id_*.pub"}, {Pattern: "~/.aws"}, {Pattern: ".env*"}, {Pattern: ".git/hooks"}, {Pattern: ".git"}}
 	globs := make([]string, len(rules))
 	for i, r := range rules {
 		globs[i] = AnchorPattern(r.Glob(), "/home/me", "/work/repo")
@@ -108,6 +108,9 @@ func TestMatchFile(t *testing.T) {
 		{"/work/repo/a/.git/hooks", false}, // a '/' anchors at the tree's top
 		{"/work/repo/.git/hooks/pre-commit", true},
 		{"/work/repo/src/env", false},
+		{"/work/repo/sub/.git", true},     // a new .git, or a .git file
+		{"/work/repo/.git/index", false},  // the name .git does not cover an existing .git directory's content
+		{"/work/repo/.git/hooks/x", true}, // its hooks are covered by their own rule
 	}
 	for _, tc := range tests {
 		_, denied := MatchFile(rules, globs, tc.path)

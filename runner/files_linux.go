@@ -7,12 +7,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
 )
 
 // walkBound bounds how many entries planFiles looks at to expand the
@@ -53,6 +55,8 @@ type fileLayout struct {
 	rw, ro     []string
 	names      []string
 	events     []FileEvent
+	// gitDirs are the .git directories the walk found in writable trees.
+	gitDirs []string
 	// placeholder is the host directory holding the mode-000 file bound
 	// over unreadable files; it is removed once the sandbox is set up.
 	placeholder string
@@ -144,13 +148,17 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		roots = append(roots, filepath.Clean(p))
 	}
 	var rules []anchored
-	add := func(list []policy.FileRule, read bool) {
+	add := func(list []policy.FileRule, read bool) error {
 		for _, r := range list {
 			g := r.Glob()
 			if strings.HasPrefix(g, "/") || strings.HasPrefix(g, "~/") {
-				if a := policy.AnchorPattern(g, home, ""); a != "" {
-					rules = append(rules, anchorOf(r, a, "", read))
+				a := policy.AnchorPattern(g, home, "")
+				if a == "" {
+					// Never dropped silently: a rule that cannot be
+					// placed would protect nothing.
+					return inputError(fmt.Errorf("%s %q (%s): the home directory is unknown", listName(read), r.Pattern, r.Source), "set HOME")
 				}
+				rules = append(rules, anchorOf(r, a, "", read))
 				continue
 			}
 			for _, root := range roots {
@@ -169,10 +177,15 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 				rules = append(rules, a)
 			}
 		}
+		return nil
 	}
-	add(fp.DenyRead, true)
-	add(fp.DenyWrite, false)
-	found, err := findMatches(rules)
+	if err := add(fp.DenyRead, true); err != nil {
+		return nil, err
+	}
+	if err := add(fp.DenyWrite, false); err != nil {
+		return nil, err
+	}
+	found, err := findMatches(rules, roots, &fl.gitDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +225,10 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		if m.read {
 			fi, err := os.Stat(p)
 			if err != nil {
-				continue
+				if errors.Is(err, fs.ErrNotExist) || !isUnder(p, roots) {
+					continue
+				}
+				return nil, unreadableErr(p, err)
 			}
 			fl.unreadable = append(fl.unreadable, bwrap.Unreadable{Path: p, Dir: fi.IsDir()})
 			fl.events = append(fl.events, FileEvent{Action: "hide", Path: p, Rule: m.rule.Pattern, RuleID: m.rule.Source})
@@ -252,6 +268,13 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		}
 	}
 	return fl, nil
+}
+
+func listName(read bool) string {
+	if read {
+		return "deny_read"
+	}
+	return "deny_write"
 }
 
 // protectedNames lists the bare deny_write names the supervisor refuses to
@@ -350,7 +373,17 @@ type match struct {
 // into submodules' git directories (modules) and linked worktrees' own
 // directories (worktrees). Symlinks are not followed by the walk; a matching symlink stands
 // for what it points to, which is what a mount over its path covers.
-func findMatches(rules []anchored) (map[string]match, error) {
+func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[string]match, error) {
+	// writable reports whether p lies in a tree the sandbox can write,
+	// where it could have changed modes for the next run.
+	writable := func(p string) bool {
+		for _, r := range roots {
+			if under(p, r) || under(mustReal(p), mustReal(r)) {
+				return true
+			}
+		}
+		return false
+	}
 	byBase := map[string][]int{}
 	depth := map[string]int{} // how deep to walk below each base
 	var bases []string
@@ -366,16 +399,23 @@ func findMatches(rules []anchored) (map[string]match, error) {
 	}
 	sort.Strings(bases)
 	found := map[string]match{}
-	record := func(p string, m match) {
-		if q, err := filepath.EvalSymlinks(p); err == nil {
-			p = q
-		} else {
-			return // dangling: nothing to cover
+	record := func(p string, m match) error {
+		q, err := filepath.EvalSymlinks(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // dangling: nothing to cover
 		}
+		if err != nil {
+			if writable(p) {
+				return unreadableErr(p, err)
+			}
+			return nil
+		}
+		p = q
 		if old, ok := found[p]; ok && (old.read || !m.read) {
-			return
+			return nil
 		}
 		found[p] = m
+		return nil
 	}
 	seen := 0
 	for _, base := range bases {
@@ -410,12 +450,21 @@ func findMatches(rules []anchored) (map[string]match, error) {
 			}
 			return match{rule: best.rule, read: best.read}, true
 		}
+		readRules := false
+		for _, i := range idx {
+			readRules = readRules || rules[i].read
+		}
 		fi, err := os.Lstat(base)
 		if err != nil {
-			continue
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || !writable(base) {
+				continue
+			}
+			return nil, unreadableErr(base, err)
 		}
 		if m, ok := test(base, filepath.Base(base)); ok {
-			record(base, m)
+			if err := record(base, m); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if depth[base] == 0 {
@@ -426,11 +475,14 @@ func findMatches(rules []anchored) (map[string]match, error) {
 		// under base.
 		real := base
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			if real, err = filepath.EvalSymlinks(base); err != nil {
-				continue
+			if real, err = filepath.EvalSymlinks(base); err == nil {
+				fi, err = os.Stat(real)
 			}
-			if fi, err = os.Stat(real); err != nil {
-				continue
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) || !writable(base) {
+					continue
+				}
+				return nil, unreadableErr(base, err)
 			}
 		}
 		if !fi.IsDir() {
@@ -446,13 +498,28 @@ func findMatches(rules []anchored) (map[string]match, error) {
 				p = base + strings.TrimPrefix(p, real)
 			}
 			if err != nil {
-				// Unreadable to the caller: unreadable in the sandbox too.
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // removed while walked: nothing to cover
+				}
+				if writable(p) {
+					// The sandbox runs as the caller: what the caller
+					// cannot read here, an earlier run may have made so
+					// (chmod 000) and the next can chmod back. Skipped,
+					// its matches would go uncovered.
+					return unreadableErr(p, err)
+				}
+				// Outside every writable tree the sandbox cannot change
+				// its mode: unreadable to the caller, unreadable in the
+				// sandbox too.
 				if d != nil && d.IsDir() && p != base {
 					return fs.SkipDir
 				}
 				return nil
 			}
 			if d.IsDir() && isGitDir(p) {
+				if gitDirs != nil && writable(p) && !slices.Contains(*gitDirs, p) {
+					*gitDirs = append(*gitDirs, p)
+				}
 				// git would make hooks itself; made now, it can be
 				// protected before the sandbox could fill it.
 				hooks := filepath.Join(p, "hooks")
@@ -471,21 +538,38 @@ func findMatches(rules []anchored) (map[string]match, error) {
 			}
 			name := d.Name()
 			m, ok := test(p, name)
+			if ok && d.IsDir() && !m.read && name == ".git" && m.rule.Glob() == policy.GitName {
+				// The bare name .git refuses new repositories and links;
+				// an existing .git directory stays writable (git writes
+				// it), its config and hooks covered by their own rules,
+				// so the walk goes on into it.
+				ok = false
+			}
 			if ok {
-				record(p, m)
+				if err := record(p, m); err != nil {
+					return err
+				}
 				if d.IsDir() {
 					return fs.SkipDir
 				}
 				return nil
 			}
-			if d.IsDir() && gitBulk[name] && strings.Contains(p, "/.git/") {
-				return fs.SkipDir // a repository's data: nothing to protect in it
+			if d.IsDir() && gitBulk[name] && !readRules && isGitDir(filepath.Dir(p)) && isGitdir(filepath.Dir(p)) {
+				// A repository's data: nothing git runs is in it. Only
+				// in a directory that is a git directory (a fake
+				// x/.git/info/ could hide anything), and never for a
+				// deny_read rule (a secret may be moved anywhere).
+				return fs.SkipDir
 			}
 			if d.IsDir() && maxDepth > 0 && strings.Count(p, "/")-baseDepth >= maxDepth {
 				return fs.SkipDir // no rule of this base matches deeper
 			}
 			return nil
 		})
+		var se *SetupError
+		if errors.As(err, &se) {
+			return nil, err
+		}
 		if errors.Is(err, errWalkBound) {
 			return nil, inputError(fmt.Errorf("more than %d files under %s to match the files rules against", walkBound, base),
 				"run from a smaller directory, or narrow the rules that walk it")
@@ -498,6 +582,25 @@ func findMatches(rules []anchored) (map[string]match, error) {
 }
 
 var errWalkBound = errors.New("walk bound")
+
+// unreadableErr is the start-up failure for a path in a writable tree that
+// cordon cannot look at: the sandbox runs as the caller, so an earlier run
+// may have made it unreadable (chmod 000) to hide what the files rules
+// cover, and the next could make it readable again. Closed: no sandbox.
+func unreadableErr(p string, err error) error {
+	return &SetupError{Err: fmt.Errorf("cannot look at %s to apply the files rules: %w", p, err),
+		Hint: "a writable tree holds a path cordon cannot read (an earlier run may have changed its mode): check it and restore its permissions (chmod u+rwx), then run again"}
+}
+
+// isUnder reports whether p lies in one of roots.
+func isUnder(p string, roots []string) bool {
+	for _, r := range roots {
+		if under(p, r) {
+			return true
+		}
+	}
+	return false
+}
 
 // gitBulk names the directories of a git directory that hold its data (and
 // nothing git runs): the walk does not go into them. It does go into

@@ -31,7 +31,7 @@ func TestPlanFilesGitDirBind(t *testing.T) {
 	mkfile(t, filepath.Join(repo, ".git/config"))
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git/objects/ab"), 0o755))
 	work := t.TempDir()
-	fl, err := planFiles(builtinFiles(), bwrap.Spec{Dir: work, RW: []string{filepath.Join(repo, ".git")}}, "")
+	fl, err := planFiles(builtinFiles(), bwrap.Spec{Dir: work, RW: []string{filepath.Join(repo, ".git")}}, t.TempDir())
 	require.NoError(t, err)
 	defer fl.cleanup()
 	assert.ElementsMatch(t, []string{filepath.Join(repo, ".git/config"), filepath.Join(repo, ".git/hooks")}, fl.protect)
@@ -95,4 +95,12 @@ func TestPlanFilesSymlinkedDirectory(t *testing.T) {
 	defer fl.cleanup()
 	require.Len(t, fl.unreadable, 1)
 	assert.Equal(t, filepath.Join(home, "dotfiles/ssh/id_ed25519"), fl.unreadable[0].Path)
+}
+
+// TestPlanFilesUnknownHome: a ~ rule with no home is an error, never a
+// rule silently dropped.
+func TestPlanFilesUnknownHome(t *testing.T) {
+	_, err := planFiles(builtinFiles(), bwrap.Spec{Dir: t.TempDir()}, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the home directory is unknown")
 }

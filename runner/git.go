@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // gitView is what the sandbox needs so that git works in a working
@@ -53,39 +54,79 @@ type gitView struct {
 	roMust []string
 	// why says what was found, or why nothing was bound, for --debug.
 	why string
+	// err is set when cordon could not look at something it must (a path
+	// it cannot read in a writable tree): the start fails, closed.
+	err error
+	// inWritable reports whether a path lies in a writable tree (set by
+	// gitBindsFor; nil: none is).
+	inWritable func(string) bool
+	// home expands ~/ in config paths.
+	home string
+	// stateDir is the git directory holding this working tree's
+	// operation state (rebase-merge/, sequencer/), when the sandbox can
+	// write it.
+	stateDir string
+	// newRepos is set when the policy lets the sandbox create .git
+	// ('!.git'): submodules' git directories may then be added too.
+	newRepos bool
+}
+
+// fail records the first error that stops the start.
+func (v *gitView) fail(err error) {
+	if v.err == nil {
+		v.err = err
+	}
+}
+
+// lookErr is the start-up failure for a path cordon cannot look at: in a
+// writable tree it may have been made so (chmod 000) by an earlier run,
+// to hide a hook or a config from the protection.
+func lookErr(p string, err error) error {
+	return &SetupError{Err: fmt.Errorf("cannot look at %s to protect git's hooks and config: %w", p, err),
+		Hint: "a path cordon must check cannot be read (an earlier run may have changed its mode): check it and restore its permissions (chmod u+rwx), then run again"}
 }
 
 // gitBindsFor computes the gitView for a sandbox whose working directory is
 // dir and whose other writable binds are rw.
-func gitBindsFor(dir string, rw []string) gitView {
-	var v gitView
+func gitBindsFor(dir string, rw []string, home string, newRepos bool) gitView {
+	v := gitView{home: home, newRepos: newRepos}
 	if dir == "" || filepath.Clean(dir) == "/" {
 		return v
 	}
 	// Paths are compared resolved: the links git writes are.
 	dir = mustReal(dir)
-	writable := []string{dir}
-	for _, w := range rw {
-		writable = append(writable, mustReal(w))
+	inWritable := inTrees(append([]string{dir}, rw...))
+	v.inWritable = inWritable
+	top, dotgit, fi, ok, err := findDotGit(dir)
+	if err != nil {
+		return gitView{err: lookErr(dotgit, err)}
 	}
-	inWritable := func(p string) bool {
-		for _, w := range writable {
-			if within(p, w) {
-				return true
-			}
-		}
-		return false
-	}
-	top, dotgit, fi, ok := findDotGit(dir)
 	if !ok {
 		v.why = "no git repository"
 		return v
+	}
+	// The user's own configs apply in this repository too: each that
+	// lies in a writable tree (the working directory is home) is
+	// protected like .git/config, and what they point at inside the
+	// writable trees like what the repository's config points at (a
+	// global core.hooksPath of .githooks, an include into a dotfiles
+	// checkout the sandbox writes).
+	globals := []string{"/etc/gitconfig"}
+	if home != "" {
+		globals = append(globals, filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config/git/config"))
+	}
+	for _, c := range globals {
+		if inWritable(mustReal(c)) {
+			v.protectIfExists(c)
+		}
+		v.protectConfigTargets(c, dotgit, 0)
 	}
 	switch {
 	case fi.IsDir():
 		if inWritable(dotgit) {
 			v.protectGitdir(dotgit)
 			v.why = "repository's git directory " + dotgit + " is in the writable tree"
+			v.stateDir = dotgit
 			return v
 		}
 		// cordon runs below the repository's top. The repository may be
@@ -94,8 +135,11 @@ func gitBindsFor(dir string, rw []string) gitView {
 		v.why = "repository's git directory " + dotgit + " is outside the writable tree (cordon runs in a subdirectory): nothing bound"
 	case fi.Mode().IsRegular():
 		gitdir, err := readGitFile(dotgit)
+		if errors.Is(err, os.ErrPermission) {
+			return gitView{err: lookErr(dotgit, err)}
+		}
 		if err != nil {
-			return gitView{why: err.Error()}
+			return gitView{why: err.Error(), err: v.err}
 		}
 		// The .git file decides where the user's git looks next time.
 		if inWritable(dotgit) {
@@ -104,37 +148,77 @@ func gitBindsFor(dir string, rw []string) gitView {
 		if inWritable(gitdir) {
 			v.protectGitdir(gitdir)
 			v.why = "git directory " + gitdir + " is in the writable tree"
+			v.stateDir = gitdir
 			return v
 		}
 		if _, err := os.Lstat(filepath.Join(gitdir, "commondir")); err == nil {
 			if err := v.linkedWorktree(dotgit, gitdir, inWritable); err != nil {
-				return gitView{why: err.Error(), protect: v.protect}
+				return gitView{why: err.Error(), protect: v.protect, err: v.err}
 			}
 			v.why = "linked worktree: gitdir " + gitdir
+			v.stateDir = gitdir
 			return v
 		}
 		if err := checkSubmodule(top, gitdir); err != nil {
-			return gitView{why: err.Error(), protect: v.protect}
+			return gitView{why: err.Error(), protect: v.protect, err: v.err}
 		}
 		if err := v.ownCommon(gitdir); err != nil {
-			return gitView{why: err.Error(), protect: v.protect}
+			return gitView{why: err.Error(), protect: v.protect, err: v.err}
 		}
 		v.why = "submodule: gitdir " + gitdir
+		v.stateDir = gitdir
 	default:
 		v.why = dotgit + " is neither a directory nor a regular file: nothing bound"
 	}
 	return v
 }
 
+// inTrees returns a test of whether a (resolved) path lies in one of
+// trees.
+func inTrees(trees []string) func(string) bool {
+	var real []string
+	for _, w := range trees {
+		real = append(real, mustReal(w))
+	}
+	return func(p string) bool {
+		for _, w := range real {
+			if within(p, w) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// nestedGit protects, in each of the .git directories the files walk found
+// in the writable trees (other repositories checked out inside the working
+// directory: a directory of projects, vendored clones), what protectGitdir
+// protects in the working directory's own: the user runs git there too.
+func nestedGit(dirs, trees []string, home string, newRepos bool) gitView {
+	v := gitView{home: home, newRepos: newRepos, inWritable: inTrees(trees)}
+	for _, d := range dirs {
+		if filepath.Base(d) == ".git" {
+			v.protectGitdir(d)
+		}
+	}
+	return v
+}
+
 // findDotGit looks for .git in dir and its parents, as git does.
-func findDotGit(dir string) (top, dotgit string, fi os.FileInfo, ok bool) {
+// Any error but "does not exist" is returned: a .git the caller cannot
+// look at is not the same as none.
+func findDotGit(dir string) (top, dotgit string, fi os.FileInfo, ok bool, err error) {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		p := filepath.Join(d, ".git")
-		if fi, err := os.Lstat(p); err == nil {
-			return d, p, fi, true
+		fi, err := os.Lstat(p)
+		if err == nil {
+			return d, p, fi, true, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return "", p, nil, false, err
 		}
 		if d == "/" {
-			return "", "", nil, false
+			return "", "", nil, false, nil
 		}
 	}
 }
@@ -234,11 +318,12 @@ func (v *gitView) linkedWorktree(dotgit, gitdir string, inWritable func(string) 
 	for _, name := range []string{"commondir", "gitdir"} {
 		v.protect = append(v.protect, filepath.Join(gitdir, name))
 	}
-	if worktreeConfig(common) {
+	if v.worktreeConfig(common) {
 		ensureEmptyFile(filepath.Join(gitdir, "config.worktree"))
 	}
 	v.protectIfExists(filepath.Join(gitdir, "config.worktree"))
-	v.protectModules(filepath.Join(gitdir, "modules"), 0)
+	v.protectConfigTargets(filepath.Join(gitdir, "config.worktree"), gitdir, 0)
+	v.lockModules(gitdir)
 	if inWritable(common) {
 		v.protectGitdir(common)
 		return nil
@@ -340,20 +425,179 @@ func mustReal(p string) string {
 func (v *gitView) protectGitdir(d string) {
 	// info/ is left writable: its attributes and excludes can do nothing
 	// the working tree's .gitattributes and .gitignore cannot.
-	if worktreeConfig(d) {
+	if v.worktreeConfig(d) {
 		ensureEmptyFile(filepath.Join(d, "config.worktree"))
 	}
 	for _, name := range []string{"config", "hooks", "commondir", "config.worktree"} {
 		v.protectIfExists(filepath.Join(d, name))
 	}
-	v.protectModules(filepath.Join(d, "modules"), 0)
-	if wts, err := os.ReadDir(filepath.Join(d, "worktrees")); err == nil {
-		for _, w := range wts {
-			for _, name := range []string{"commondir", "gitdir", "config.worktree"} {
-				v.protectIfExists(filepath.Join(d, "worktrees", w.Name(), name))
+	v.protectHookLinks(filepath.Join(d, "hooks"))
+	for _, name := range []string{"config", "config.worktree"} {
+		v.protectConfigTargets(filepath.Join(d, name), d, 0)
+	}
+	v.lockModules(d)
+	wts, err := os.ReadDir(filepath.Join(d, "worktrees"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		v.fail(lookErr(filepath.Join(d, "worktrees"), err))
+	}
+	for _, w := range wts {
+		for _, name := range []string{"commondir", "gitdir", "config.worktree"} {
+			v.protectIfExists(filepath.Join(d, "worktrees", w.Name(), name))
+		}
+		v.protectConfigTargets(filepath.Join(d, "worktrees", w.Name(), "config.worktree"), d, 0)
+	}
+}
+
+// protectConfigTargets protects, in the writable trees, what the config
+// file names that git runs or reads as config: core.hooksPath (a hooks
+// directory such as .husky, made if missing so that it can be protected,
+// as git would), and include.path / includeIf.*.path (files read as
+// config, followed to a bound depth; an empty one is made for a missing
+// target, which git reads as nothing). gitdir is the git directory the
+// config belongs to: a relative hooksPath is relative to its working
+// tree's top (its parent, for a .git directory).
+func (v *gitView) protectConfigTargets(config, gitdir string, depth int) {
+	if depth > 8 || v.inWritable == nil {
+		return
+	}
+	b, err := os.ReadFile(config)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			v.fail(lookErr(config, err))
+		}
+		return
+	}
+	for _, kv := range configEntries(b) {
+		switch {
+		case kv.section == "core" && kv.key == "hookspath" && kv.value != "":
+			p := v.expand(kv.value, filepath.Dir(gitdir))
+			if !v.inWritable(mustReal(filepath.Dir(p))) && !v.inWritable(p) {
+				continue
 			}
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				v.fail(lookErr(p, err))
+				continue
+			}
+			p = mustReal(p)
+			v.protectIfExists(p)
+			v.protectHookLinks(p)
+		case kv.key == "path" && kv.value != "" && (kv.section == "include" || strings.HasPrefix(kv.section, "includeif ")):
+			p := v.expand(kv.value, filepath.Dir(config))
+			if !v.inWritable(mustReal(filepath.Dir(p))) && !v.inWritable(p) {
+				continue
+			}
+			// Made (with its directory) when missing: the sandbox must
+			// not be the one to create it.
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				ensureEmptyFile(p)
+			}
+			if _, err := os.Stat(p); err != nil {
+				v.fail(&SetupError{Err: fmt.Errorf("%s includes %s, which cordon cannot make or look at to protect it: %w", config, p, err),
+					Hint: "create it (an empty file is read as nothing) or remove the include, then run again"})
+				continue
+			}
+			p = mustReal(p)
+			v.protectIfExists(p)
+			v.protectConfigTargets(p, gitdir, depth+1)
 		}
 	}
+}
+
+// expand makes a config path absolute: ~/ is the caller's home, a
+// relative path is relative to base.
+func (v *gitView) expand(p, base string) string {
+	if strings.HasPrefix(p, "~/") && v.home != "" {
+		return filepath.Join(v.home, p[2:])
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
+}
+
+// protectHookLinks protects the targets of hooks that are symbolic links
+// into a writable tree (hooks/pre-commit -> ../../scripts/pre-commit): the
+// link is read-only, but what git runs through it would not be.
+func (v *gitView) protectHookLinks(dir string) {
+	if v.inWritable == nil {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			v.fail(lookErr(dir, err))
+		}
+		return
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		link := filepath.Join(dir, e.Name())
+		t, err := filepath.EvalSymlinks(link)
+		if err != nil {
+			// A dangling hook link whose target the sandbox could create
+			// is refused rather than left open.
+			target, rerr := os.Readlink(link)
+			if rerr == nil && !filepath.IsAbs(target) {
+				target = filepath.Join(dir, target)
+			}
+			if rerr != nil || v.inWritable(mustReal(filepath.Dir(target))) {
+				v.fail(&SetupError{Err: fmt.Errorf("hook %s points at %s, which does not exist and the sandbox could create", link, target),
+					Hint: "create the hook's target or remove the link, then run again"})
+			}
+			continue
+		}
+		if v.inWritable(t) {
+			v.protectIfExists(t)
+		}
+	}
+}
+
+type configEntry struct{ section, key, value string }
+
+// configEntries lists a git config file's entries in order: section
+// lowercased with its subsection kept as written ("includeif \"gitdir:x\""),
+// key lowercased, value unquoted. Enough for the keys read here.
+func configEntries(b []byte) []configEntry {
+	var out []configEntry
+	var cur string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			sec := strings.TrimSpace(line[1:end])
+			name, sub, hasSub := strings.Cut(sec, " ")
+			cur = strings.ToLower(name)
+			if hasSub {
+				cur += " " + strings.TrimSpace(sub)
+			} else if n, s, ok := strings.Cut(name, "."); ok {
+				cur = strings.ToLower(n) + " " + s
+			}
+			line = strings.TrimSpace(line[end+1:])
+			if line == "" {
+				continue
+			}
+		}
+		k, val, hasEq := strings.Cut(line, "=")
+		e := configEntry{section: cur, key: strings.ToLower(strings.TrimSpace(k))}
+		if hasEq {
+			val = strings.TrimSpace(val)
+			if i := strings.IndexAny(val, "#;"); i >= 0 && !strings.HasPrefix(val, `"`) {
+				val = strings.TrimSpace(val[:i])
+			}
+			e.value = strings.Trim(val, `"`)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // ensureEmptyFile creates p empty unless it exists. With
@@ -365,6 +609,31 @@ func ensureEmptyFile(p string) {
 	}
 }
 
+// lockModules keeps the sandbox from planting a submodule's git directory
+// in d/modules: the user's git reuses an existing modules/NAME (git
+// submodule update --init), with its config and hooks, once a gitlink and
+// .gitmodules name it. Unless the policy allows new repositories ('!.git'),
+// modules/ is bound read-only (made, empty, when missing, as hooks/ is) and
+// each submodule git directory already in it is bound writable again, its
+// config and hooks protected: committing in a submodule works, adding one
+// inside the sandbox does not.
+func (v *gitView) lockModules(d string) {
+	m := filepath.Join(d, "modules")
+	if !v.newRepos {
+		if err := os.Mkdir(m, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			v.fail(lookErr(m, err))
+			return
+		}
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.IsDir() {
+			v.fail(&SetupError{Err: fmt.Errorf("%s is not a directory", m), Hint: "remove it (git keeps submodules' git directories there), then run again"})
+			return
+		}
+		v.roMust = append(v.roMust, m)
+	}
+	v.protectModules(m, 0)
+}
+
 // protectModules protects the git directories under a modules/ directory.
 // A submodule's name may hold slashes, so a directory that is not a git
 // directory is searched further (to a bound depth).
@@ -374,6 +643,9 @@ func (v *gitView) protectModules(dir string, depth int) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			v.fail(lookErr(dir, err))
+		}
 		return
 	}
 	for _, e := range entries {
@@ -382,6 +654,11 @@ func (v *gitView) protectModules(dir string, depth int) {
 		}
 		p := filepath.Join(dir, e.Name())
 		if isGitdir(p) {
+			if !v.newRepos {
+				// Bound writable again below the read-only modules/
+				// (lockModules): git commits in it.
+				v.rw = append(v.rw, p)
+			}
 			v.protectGitdir(p)
 		} else {
 			v.protectModules(p, depth+1)
@@ -390,15 +667,25 @@ func (v *gitView) protectModules(dir string, depth int) {
 }
 
 func (v *gitView) protectIfExists(p string) {
-	if _, err := os.Lstat(p); err == nil && !slices.Contains(v.protect, p) {
+	_, err := os.Lstat(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		v.fail(lookErr(p, err))
+		return
+	}
+	if err == nil && !slices.Contains(v.protect, p) {
 		v.protect = append(v.protect, p)
 	}
 }
 
 // worktreeConfig reports whether common's config turns on
-// extensions.worktreeConfig.
-func worktreeConfig(common string) bool {
-	v, ok := configValue(filepath.Join(common, "config"), "extensions", "worktreeconfig")
+// extensions.worktreeConfig. A config cordon cannot read fails the start.
+func (gv *gitView) worktreeConfig(common string) bool {
+	cfg := filepath.Join(common, "config")
+	if _, err := os.ReadFile(cfg); err != nil && !errors.Is(err, os.ErrNotExist) {
+		gv.fail(lookErr(cfg, err))
+		return false
+	}
+	v, ok := configValue(cfg, "extensions", "worktreeconfig")
 	if !ok {
 		return false
 	}
@@ -456,4 +743,56 @@ func configValue(file, section, key string) (string, bool) {
 func (v gitView) describe() []any {
 	return []any{"found", v.why, "rw", v.rw, "ro", append(append([]string{}, v.roMust...), v.ro...),
 		"private", v.private, "protect", v.protect}
+}
+
+// gitQueue remembers the files in which git queues commands for a stopped
+// operation (an interactive rebase's todo list, the sequencer's) as they
+// were when the sandbox started, so that cordon can say at the end when
+// the sandbox left exec lines queued there: the user's own git runs them,
+// outside any sandbox, on git rebase --continue. Nothing stops the
+// sandbox from writing them (git needs to); this only tells the user.
+type gitQueue struct {
+	dir    string
+	before map[string]string
+}
+
+var gitQueueFiles = []string{"rebase-merge/git-rebase-todo", "sequencer/todo"}
+
+func newGitQueue(dir string) *gitQueue {
+	if dir == "" {
+		return nil
+	}
+	q := &gitQueue{dir: dir, before: map[string]string{}}
+	for _, f := range gitQueueFiles {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		q.before[f] = string(b)
+	}
+	return q
+}
+
+// left returns a warning for each queue file that changed during the run
+// and now holds exec lines.
+func (q *gitQueue) left() []string {
+	if q == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range gitQueueFiles {
+		p := filepath.Join(q.dir, f)
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) == q.before[f] {
+			continue
+		}
+		var cmds []string
+		for _, line := range strings.Split(string(b), "\n") {
+			w := strings.Fields(line)
+			if len(w) > 1 && (w[0] == "exec" || w[0] == "x") {
+				cmds = append(cmds, strings.Join(w[1:], " "))
+			}
+		}
+		if len(cmds) > 0 {
+			out = append(out, fmt.Sprintf("%s holds %d exec line(s) the sandbox left queued (first: %q); your git runs them outside the sandbox on --continue: review them (git rebase --edit-todo) or abort (git rebase --abort)", p, len(cmds), cmds[0]))
+		}
+	}
+	return out
 }

@@ -55,10 +55,10 @@ func TestReadGitFile(t *testing.T) {
 // TestGitBindsForNothingOutsideARepository: no .git, no binds.
 func TestGitBindsForNothingOutsideARepository(t *testing.T) {
 	dir := t.TempDir()
-	v := gitBindsFor(dir, nil)
+	v := gitBindsFor(dir, nil, "", false)
 	assert.Empty(t, v.rw)
 	assert.Empty(t, v.private)
-	assert.Empty(t, gitBindsFor("", nil).rw)
+	assert.Empty(t, gitBindsFor("", nil, "", false).rw)
 }
 
 // TestGitBindsForLinkedWorktree: the view of a real linked worktree, and
@@ -85,10 +85,12 @@ func TestGitBindsForLinkedWorktree(t *testing.T) {
 	common := filepath.Join(main, ".git")
 	gitdir := filepath.Join(common, "worktrees", "wt")
 
-	v := gitBindsFor(wt, nil)
+	v := gitBindsFor(wt, nil, "", false)
 	assert.Equal(t, []string{common}, v.private)
 	assert.ElementsMatch(t, []string{gitdir, filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}, v.rw)
-	assert.Equal(t, []string{filepath.Join(common, "packed-refs")}, v.roMust)
+	// The worktree's own modules/ (its submodules' git directories) is
+	// read-only, made when missing: nothing can be planted there.
+	assert.Equal(t, []string{filepath.Join(gitdir, "modules"), filepath.Join(common, "packed-refs")}, v.roMust)
 	assert.Contains(t, v.ro, filepath.Join(common, "config"))
 	assert.Contains(t, v.ro, filepath.Join(common, "hooks"))
 	assert.NotContains(t, v.ro, filepath.Join(common, "objects"))
@@ -99,7 +101,7 @@ func TestGitBindsForLinkedWorktree(t *testing.T) {
 
 	// The main worktree: its .git is in the writable tree; the linked
 	// worktree's link files in it are protected.
-	v = gitBindsFor(main, nil)
+	v = gitBindsFor(main, nil, "", false)
 	assert.Empty(t, v.rw)
 	assert.Empty(t, v.private)
 	assert.Subset(t, v.protect, []string{filepath.Join(common, "config"), filepath.Join(common, "hooks"),
@@ -111,7 +113,7 @@ func TestGitBindsForLinkedWorktree(t *testing.T) {
 	require.NoError(t, os.Mkdir(other, 0o755))
 	for _, target := range []string{common, gitdir} {
 		require.NoError(t, os.WriteFile(filepath.Join(other, ".git"), []byte("gitdir: "+target+"\n"), 0o644))
-		v = gitBindsFor(other, nil)
+		v = gitBindsFor(other, nil, "", false)
 		assert.Empty(t, v.rw, "forged link to %s", target)
 		assert.Empty(t, v.private, "forged link to %s", target)
 		assert.Contains(t, v.why, "nothing bound")

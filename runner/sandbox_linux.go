@@ -72,6 +72,7 @@ type SandboxOptions struct {
 type Sandbox struct {
 	log     *slog.Logger
 	warn    func(string) // a degraded mode, said to the user or logged
+	queue   *gitQueue    // git's queued commands at start: warned about at the end
 	cmd     *exec.Cmd
 	bare    bool          // no bubblewrap: cmd is the init itself
 	tier    Isolation     // the tier it runs in (auto resolved)

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -170,6 +172,12 @@ type startSpec struct {
 	// llBox is the landlock tier's layout: the box as bubblewrap would
 	// get it (git and files policy applied), set by argv.
 	llBox bwrap.Spec
+	// queue is git's queued commands at start (set by argv), for the
+	// warning at the end (gitQueue).
+	queue *gitQueue
+	// gitDir is the working directory's git directory that withGit
+	// protected, when the sandbox can write it.
+	gitDir string
 }
 
 // errNotReady is how cordon sees a sandbox that died during the handshake;
@@ -360,6 +368,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		stderr = errW
 	}
 	s := &Sandbox{
+		queue:    sp.queue,
 		log:      log,
 		warn:     func(msg string) { log.Warn(msg) },
 		bare:     bare,
@@ -450,12 +459,16 @@ func (sp *startSpec) argv() ([]string, error) {
 	sp.sup.NeverRun = append(sp.sup.NeverRun, protected...)
 	box := sp.box
 	box.Protect = append(append([]string{}, box.Protect...), protected...)
-	box = sp.withGit(box)
+	home, err := callerHome(sp.home)
+	if err != nil && sp.policy != nil {
+		return nil, err
+	}
+	newRepos := sp.policy == nil || !slices.Contains(protectedNames(sp.policy.FilePolicy().DenyWrite), ".git")
+	box, err = sp.withGit(box, home, newRepos)
+	if err != nil {
+		return nil, err
+	}
 	if sp.policy != nil {
-		home := sp.home
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
 		fl, err := planFiles(sp.policy.FilePolicy(), box, home)
 		if err != nil {
 			return nil, err
@@ -466,6 +479,19 @@ func (sp *startSpec) argv() ([]string, error) {
 				return nil, inputError(fmt.Errorf("cordon's own binary %s lies under %s, which a deny_read rule hides", exe, u.Path),
 					"narrow the rule, or install cordon elsewhere")
 			}
+		}
+		// Repositories found inside the writable trees get what the
+		// working directory's own gets.
+		if len(fl.gitDirs) > 0 {
+			nv := nestedGit(slices.DeleteFunc(fl.gitDirs, func(d string) bool { return d == sp.gitDir }),
+				append([]string{box.Dir}, box.RW...), home, newRepos)
+			if nv.err != nil {
+				fl.cleanup()
+				return nil, nv.err
+			}
+			box.RW = append(append([]string{}, box.RW...), nv.rw...)
+			box.RO = append(append([]string{}, box.RO...), nv.roMust...)
+			box.Protect = append(append([]string{}, box.Protect...), nv.protect...)
 		}
 		fl.apply(&box)
 		sp.sup.ProtectedNames = fl.names
@@ -489,8 +515,11 @@ func (sp *startSpec) argv() ([]string, error) {
 
 // withGit adds to box what git needs in the working directory (gitView):
 // the one place both one-shot runs and sessions get it.
-func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
-	v := gitBindsFor(box.Dir, box.RW)
+func (sp *startSpec) withGit(box bwrap.Spec, home string, newRepos bool) (bwrap.Spec, error) {
+	v := gitBindsFor(box.Dir, box.RW, home, newRepos)
+	if v.err != nil {
+		return box, v.err
+	}
 	if sp.log != nil && v.why != "" {
 		sp.log.Debug("git", v.describe()...)
 	}
@@ -499,7 +528,31 @@ func (sp *startSpec) withGit(box bwrap.Spec) bwrap.Spec {
 	box.ROTry = append(append([]string{}, box.ROTry...), v.ro...)
 	box.Private = append(append([]string{}, box.Private...), v.private...)
 	box.Protect = append(append([]string{}, box.Protect...), v.protect...)
-	return box
+	sp.queue = newGitQueue(v.stateDir)
+	sp.gitDir = v.stateDir
+	return box, nil
+}
+
+// callerHome is the home that ~ in the files rules means: the caller's
+// HOME, or when that is unset or empty, the home the user database gives
+// for cordon's user. Without one, every ~ rule (the built-in secrets)
+// would silently match nothing: the start fails instead.
+func callerHome(home string) (string, error) {
+	if home != "" {
+		if !filepath.IsAbs(home) {
+			return "", inputError(fmt.Errorf("HOME=%q is not an absolute path, so ~ in the files rules cannot be expanded", home), "set HOME to your home directory")
+		}
+		return filepath.Clean(home), nil
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" || !filepath.IsAbs(u.HomeDir) {
+		if err == nil {
+			err = fmt.Errorf("the user database gives no home for uid %d", os.Getuid())
+		}
+		return "", inputError(fmt.Errorf("HOME is unset and cordon cannot find your home directory (%w), so ~ in the files rules cannot be expanded", err),
+			"set HOME to your home directory")
+	}
+	return filepath.Clean(u.HomeDir), nil
 }
 
 // checkDir fails when the working directory cannot be the sandbox's: the
@@ -708,6 +761,9 @@ func (s *Sandbox) stop() {
 		}
 		s.kill()
 		wait(s.waited, "the sandbox's exit")
+		for _, w := range s.queue.left() {
+			s.warn(w)
+		}
 		// bwrap's own exit does not wait for the namespace to empty: wait
 		// for its pid 1, so that nothing of the sandbox runs once Close
 		// returns.

@@ -138,6 +138,11 @@ func (v *CreateVerdict) Words() []string {
 
 // RuleText names the rule that refused it.
 func (v *CreateVerdict) RuleText() string {
+	if v.Name == ".git" {
+		// git init and git clone meet this one in normal work: say how
+		// to allow them.
+		return fmt.Sprintf("deny_write %q: protected name; to allow new repositories (git init, git clone): --deny-write '!.git'", v.Name)
+	}
 	return fmt.Sprintf("deny_write %q: protected name", v.Name)
 }
 

@@ -297,13 +297,17 @@ func TestGitWorktreeCannotReachCommonHooksOrConfig(t *testing.T) {
 	t.Run("new names beside hooks and config stay in the sandbox", func(t *testing.T) {
 		// The common dir's own directory is a private view: creating names
 		// in it works for git's lock files, and is discarded.
-		// (commondir is also a protected name: its creation is refused.)
-		script := `set -e; mkdir "$C/hooks2"; printf x > "$C/config.worktree"; ls "$C/hooks2"`
+		// (commondir and config.worktree are also protected names: their
+		// creation is refused.)
+		script := `set -e; mkdir "$C/hooks2"; printf x > "$C/newfile"; ls "$C/hooks2"`
 		r := runCordon(t, runOpts{dir: wt, env: append([]string{"C=" + common}, env...)}, "--", "sh", "-c", script)
 		require.Equal(t, 0, r.code, r.stderr)
 		r = runCordon(t, runOpts{dir: wt, env: append([]string{"C=" + common}, env...)}, "--", "sh", "-c", `printf x > "$C/commondir"`)
 		assert.NotEqual(t, 0, r.code, "creating commondir in the common dir's view succeeded")
 		assert.Contains(t, r.stderr, `cordon: denied: create`)
+		r = runCordon(t, runOpts{dir: wt, env: append([]string{"C=" + common}, env...)}, "--", "sh", "-c", `printf x > "$C/config.worktree"`)
+		assert.NotEqual(t, 0, r.code, "creating config.worktree in the common dir's view succeeded")
+		assert.Contains(t, r.stderr, `(rule: deny_write "config.worktree": protected name)`)
 		assert.Equal(t, rootEntries, treeNames(t, common), "a name created in the common dir reached the host")
 	})
 

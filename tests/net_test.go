@@ -142,6 +142,9 @@ git clone -q http://127.0.0.1:%[5]d/repo.git cloned && git -C cloned log --forma
 		"--allow-net", fmt.Sprintf("127.0.0.1:%d", s.httpsPort),
 		"--allow-net", fmt.Sprintf("127.0.0.1:%d", gitPort),
 		"--allow-net", fmt.Sprintf("localhost:%d", s.httpPort),
+		// git clone makes a new .git: allowed for this run (the name is
+		// refused by default, see TestRedTeamNestedRepoAndGitLinks).
+		"--deny-write", "!.git",
 		"--audit", audit, "--", "sh", "-c", script)
 	hostPort := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
 	assert.Contains(t, r.stdout, "hello host="+hostPort+" path=/plain", r.stderr)

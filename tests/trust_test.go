@@ -222,7 +222,12 @@ func TestPolicyHiddenByNewRepositoryRoot(t *testing.T) {
 	r = w.cordon(t, proj, "--", "ls")
 	require.Equal(t, 126, r.code, "the trusted policy applies in proj: %s", r.stderr)
 
+	// A new .git is refused by default (TestRedTeamNestedRepoAndGitLinks);
+	// run 1 is one that allows it, the case this test is about.
 	r = w.cordon(t, proj, "--", "sh", "-c", "mkdir .git")
+	require.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `cordon: denied: create .git (rule: deny_write ".git"`)
+	r = w.cordon(t, proj, "--deny-write", "!.git", "--", "sh", "-c", "mkdir .git")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = w.cordon(t, proj, "--", "ls", "-a")
 	assert.Equal(t, 125, r.code, "run 2 refuses the new repository root: %s", r.stderr)

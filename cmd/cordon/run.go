@@ -101,8 +101,11 @@ stash and rebase work; its hooks and config stay read-only.
 Files: credential stores in your home (~/.ssh/id_*, ~/.aws, ~/.gnupg, ...)
 are unreadable (Permission denied), and inside the writable directory
 .git/hooks, .git/config, policy files and agent settings (.claude, .codex,
-.cursor, .vscode, .idea) are read-only and cannot be created (the built-in
-list; --no-defaults drops it). --deny-read and --deny-write add paths
+.cursor, .vscode, .idea, .zed, .devcontainer, .mcp.json) are read-only and
+cannot be created (the built-in list; --no-defaults drops it). A new .git
+(git init, git clone, git submodule add) is refused too: allow it with
+--deny-write '!.git'. A path in the writable tree that cordon cannot read
+(chmod 000) stops the start (exit 125): restore its permissions. --deny-read and --deny-write add paths
 (absolute, ~/..., or globs inside the writable trees such as '**/.env*'); a
 bind they cover is an error (exit 125). ~/.cache, ~/.local/state and
 ~/.npm/_logs are private to the sandbox and discarded. "cordon policy show"
@@ -124,6 +127,7 @@ line; "cordon doctor" shows the tier runs get here.`,
   cordon run --audit audit.jsonl -- ./agent.sh
   cordon run --deny-read '**/.env*' --deny-read ~/.config/my-tool/token -- bash
   cordon run --deny-write generated --deny-write 'deploy/*.tf' -- bash
+  cordon run --deny-write '!.git' -- git clone https://github.com/org/repo
   cordon run --timeout 10m -- npm test
   cordon run --env-pass ANTHROPIC_API_KEY --env-deny '*_TOKEN' -- claude
   cd ../my-worktree && cordon -- git commit -am wip

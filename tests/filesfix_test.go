@@ -1,0 +1,368 @@
+package tests
+
+// Red-team round 2 of the file and secret policy (issue 13 follow-up):
+// each test is one finding, replayed through the real binary as the
+// attacker did it (two runs: the first prepares, the second harvests, or
+// the user's git on the host runs what was planted).
+
+import (
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// nobodyCordon prepares running cordon as the unprivileged user nobody: a
+// copy of the binary every user can run, and a work directory (HOME too)
+// owned by nobody. It returns a function that runs cordon there with args.
+func nobodyCordon(t *testing.T) (work string, run func(args ...string) result) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		// Already unprivileged: run as we are.
+		work = t.TempDir()
+		return work, func(args ...string) result {
+			return runCordon(t, runOpts{dir: work, env: homeEnv(work)}, args...)
+		}
+	}
+	setpriv := requireTool(t, "setpriv")
+	dir, err := os.MkdirTemp("/var/tmp", "cordon-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		// Whatever the sandbox chmodded away is removable again.
+		_ = exec.Command("chmod", "-R", "u+rwx", dir).Run()
+		os.RemoveAll(dir)
+	})
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "cordon")
+	copyFile(t, cordonBin, bin, 0o755)
+	work = filepath.Join(dir, "work")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	require.NoError(t, os.Chown(work, 65534, 65534))
+	return work, func(args ...string) result {
+		return runCordonVia(t, runOpts{dir: work, env: homeEnv(work)},
+			append([]string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin}, args...)...)
+	}
+}
+
+// asNobody runs a shell script on the host as the owner of the work
+// directory (set-up that the attacker's first run could equally do).
+func asNobody(t *testing.T, dir, script string) {
+	t.Helper()
+	argv := []string{"sh", "-c", script}
+	if os.Getuid() == 0 {
+		argv = append([]string{requireTool(t, "setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), homeEnv(dir)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// TestRedTeamChmodCannotHideFromTheWalk (S1): as an unprivileged user, a
+// run that makes .git or a directory holding a secret unreadable (chmod
+// 000) stops the next run with exit 125 and a clear message, instead of
+// the next run starting without the protections it could not see and
+// chmodding everything back.
+func TestRedTeamChmodCannotHideFromTheWalk(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "git")
+	work, run := nobodyCordon(t)
+	asNobody(t, work, `git init -q && mkdir -p n/m .ssh && echo SECRET > n/m/.env && echo KEY > .ssh/id_ed25519`)
+
+	r := run("--deny-read", ".env*", "--", "sh", "-c", "chmod 000 .git n && echo chmodded")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "chmodded\n", r.stdout)
+
+	attack := `chmod 755 .git n; cat n/m/.env; printf '#!/bin/sh\necho HOOK\n' > .git/hooks/pre-commit && echo hook-written`
+	r = run("--deny-read", ".env*", "--", "sh", "-c", attack)
+	assert.Equal(t, 125, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "cannot look at "+filepath.Join(work, ".git"))
+	assert.Contains(t, r.stderr, "restore its permissions")
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.NotContains(t, r.stdout, "hook-written")
+
+	// With .git readable again, the directory holding the .env alone
+	// stops the start too.
+	require.NoError(t, os.Chmod(filepath.Join(work, ".git"), 0o755))
+	r = run("--deny-read", ".env*", "--", "sh", "-c", attack)
+	assert.Equal(t, 125, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "cannot look at "+filepath.Join(work, "n"))
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.NoFileExists(t, filepath.Join(work, ".git/hooks/pre-commit"))
+
+	// A built-in secret: HOME is the working directory, ~/.ssh made
+	// unreadable by one run stops the next.
+	require.NoError(t, os.Chmod(filepath.Join(work, "n"), 0o755))
+	r = run("--", "chmod", "000", ".ssh")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run("--", "sh", "-c", "chmod 700 .ssh; cat .ssh/id_ed25519")
+	assert.Equal(t, 125, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "cannot look at "+filepath.Join(work, ".ssh"))
+	assert.NotContains(t, r.stdout, "KEY")
+}
+
+// TestRedTeamFakeGitDirHidesNothing (S2): a secret moved under a fake
+// x/.git/info/ (even one that looks like a git directory) is still found
+// by the deny_read walk on the next run.
+func TestRedTeamFakeGitDirHidesNothing(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := gitRepo(t)
+	// The state an earlier run leaves: secrets under a fake .git/info/
+	// and under a fake git directory's objects/ (made here on the host:
+	// moving them there from inside is refused since their parents are
+	// pinned, see below).
+	writeFile(t, dir, "x/.git/info/n/m/.env", "SECRET\n")
+	writeFile(t, dir, "y/.git/HEAD", "ref: refs/heads/main\n")
+	writeFile(t, dir, "y/.git/refs/heads/main", "")
+	writeFile(t, dir, "y/.git/objects/k/.env.prod", "SECRET2\n")
+	writeFile(t, dir, "z/m/.env", "SECRET3\n")
+	r := runCordon(t, runOpts{dir: dir}, "--deny-read", ".env*", "--", "sh", "-c",
+		"cat x/.git/info/n/m/.env y/.git/objects/k/.env.prod 2>&1; mv z x/.git/info/ 2>&1")
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.Contains(t, r.stdout, "x/.git/info/n/m/.env: Permission denied")
+	assert.Contains(t, r.stdout, "y/.git/objects/k/.env.prod: Permission denied")
+	// Moving a secret in there from inside does not work either: the
+	// walk found x/.git/info/n/m/.env, so its parents are mount points
+	// (a move across them is a copy, and the secret cannot be read).
+	assert.FileExists(t, filepath.Join(dir, "z/m/.env"))
+}
+
+// TestRedTeamRenameParentOfSecret (S3): the parents of a hidden path
+// inside a writable tree cannot be renamed (~/.ssh when the working
+// directory is HOME, config/ holding a denied config/secrets), so the
+// next run still finds the secret where the rule says.
+func TestRedTeamRenameParentOfSecret(t *testing.T) {
+	requireSeccompNotify(t)
+	home := scratchHome(t)
+	r := runCordon(t, runOpts{dir: home, env: homeEnv(home)}, "--", "sh", "-c", "mv .ssh .s 2>&1; mv .aws .a 2>&1; true")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "mv: cannot move '.ssh' to '.s': Device or resource busy")
+	r = runCordon(t, runOpts{dir: home, env: homeEnv(home)}, "--", "sh", "-c", "cat .s/id_ed25519 .ssh/id_ed25519 .a/credentials .aws/credentials 2>&1")
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.Contains(t, r.stdout, ".ssh/id_ed25519: Permission denied")
+	assert.DirExists(t, filepath.Join(home, ".ssh"))
+
+	dir := t.TempDir()
+	writeFile(t, dir, "config/secrets/prod.key", "SECRET\n")
+	r = runCordon(t, runOpts{dir: dir}, "--deny-read", "config/secrets", "--", "sh", "-c", "mv config c2 2>&1; true")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Device or resource busy")
+	r = runCordon(t, runOpts{dir: dir}, "--deny-read", "config/secrets", "--", "sh", "-c", "cat c2/secrets/prod.key config/secrets/prod.key 2>&1")
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.Contains(t, r.stdout, "config/secrets/prod.key: Permission denied")
+}
+
+// TestRedTeamNestedRepoAndGitLinks (S4): a nested repository (git init)
+// whose config the user's git would read through a gitlink cannot be
+// made, a submodule's .git file cannot be pointed elsewhere, and the
+// user's git status afterwards runs nothing. --deny-write '!.git' allows
+// git init and git clone.
+func TestRedTeamNestedRepoAndGitLinks(t *testing.T) {
+	requireSeccompNotify(t)
+	env := gitEnv(t)
+	// Outside /tmp: the sandbox's /tmp is its own, and the clone below
+	// reads lib.
+	scratch, err := os.MkdirTemp("/var/tmp", "cordon-nested-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	top := filepath.Join(scratch, "top")
+	newRepo(t, env, top)
+	lib := filepath.Join(scratch, "lib")
+	newRepo(t, env, lib)
+	hostGit(t, env, top, "submodule", "add", "-q", lib, "sub")
+	hostGit(t, env, top, "commit", "-qm", "sub")
+	marker := filepath.Join(t.TempDir(), "ran")
+
+	attack := `mkdir e && cd e && git init -q 2>&1; git config core.fsmonitor "touch ` + marker + `; false" 2>&1; cd ..
+git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),e 2>&1
+mkdir evilgit && git init -q --bare evilgit/x 2>&1
+echo "gitdir: ../evilgit" > sub/.git 2>&1 || echo link-refused
+mv evilgit e/.git 2>&1 || echo rename-refused
+ln -s evilgit e/.git 2>&1 || echo symlink-refused
+echo x > .git/commondir 2>&1 || echo commondir-refused
+mkdir -p .git/modules/planted 2>&1 || echo modules-refused
+cd sub && echo change >> f && git commit -qam in-sub && echo sub-committed
+`
+	r := runCordon(t, runOpts{dir: top, env: env}, "--", "sh", "-c", attack)
+	out := r.stdout + r.stderr
+	assert.Contains(t, r.stderr, `/e/.git (rule: deny_write ".git": protected name; to allow new repositories (git init, git clone): --deny-write '!.git')`)
+	for _, w := range []string{"link-refused", "rename-refused", "symlink-refused", "commondir-refused", "modules-refused", "sub-committed"} {
+		assert.Contains(t, r.stdout, w+"\n", out)
+	}
+	assert.Contains(t, r.stdout, "mv: cannot move 'evilgit' to 'e/.git': Permission denied")
+	assert.NoDirExists(t, filepath.Join(top, "e/.git"))
+	assert.NoFileExists(t, filepath.Join(top, ".git/commondir"))
+	assert.NoDirExists(t, filepath.Join(top, ".git/modules/planted"))
+	b, err := os.ReadFile(filepath.Join(top, "sub/.git"))
+	require.NoError(t, err)
+	assert.Equal(t, "gitdir: ../.git/modules/sub\n", string(b))
+	hostGit(t, env, top, "status", "--short")
+	hostGit(t, env, filepath.Join(top, "sub"), "status", "--short")
+	assert.NoFileExists(t, marker, "the user's git ran the planted fsmonitor")
+
+	// Opted in: git init and git clone work, and say nothing.
+	r = runCordon(t, runOpts{dir: top, env: env}, "--deny-write", "!.git", "--", "sh", "-c",
+		"git init -q n2 && git clone -q "+shq(lib)+" c2 && git -C c2 log --format=%s")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "init\n", r.stdout)
+	assert.DirExists(t, filepath.Join(top, "n2/.git"))
+}
+
+// TestRedTeamGitConfigTargets (P1, P2): what the repository's config
+// points git at (core.hooksPath, include.path, a hook symlinked into the
+// tree) is protected like the hooks directory, and a config.worktree
+// cannot be created.
+func TestRedTeamGitConfigTargets(t *testing.T) {
+	requireSeccompNotify(t)
+	env := gitEnv(t)
+	dir := filepath.Join(t.TempDir(), "repo")
+	newRepo(t, env, dir)
+	hostGit(t, env, dir, "config", "core.hooksPath", ".husky")
+	hostGit(t, env, dir, "config", "include.path", "../shared.gitconfig")
+	hostGit(t, env, dir, "config", "includeIf.onbranch:main.path", "../conf/branch.gitconfig")
+	writeFile(t, dir, "shared.gitconfig", "[user]\n\tname = A\n")
+	// The user's global config points into the tree too.
+	home := env[0][len("HOME="):]
+	writeFile(t, home, ".gitconfig", "[include]\n\tpath = "+filepath.Join(dir, "global-extra.gitconfig")+"\n")
+	writeFile(t, dir, "scripts/post-commit", "#!/bin/sh\n")
+	require.NoError(t, os.Symlink("../../scripts/post-commit", filepath.Join(dir, ".git/hooks/post-commit")))
+	script := `
+echo evil > .husky/pre-commit 2>&1 || echo husky-refused
+printf '[core]\n\tfsmonitor = evil\n' >> shared.gitconfig 2>&1 || echo include-refused
+printf '[core]\n\tfsmonitor = evil\n' > conf/branch.gitconfig 2>&1 || echo includeif-refused
+echo evil >> scripts/post-commit 2>&1 || echo hooklink-refused
+echo evil > global-extra.gitconfig 2>&1 || echo global-include-refused
+echo evil > .git/config.worktree 2>&1 || echo worktree-config-refused
+echo change >> f && git commit -qam change && echo committed
+`
+	r := runCordon(t, runOpts{dir: dir, env: env}, "--", "sh", "-c", script)
+	assert.Equal(t, "husky-refused\ninclude-refused\nincludeif-refused\nhooklink-refused\nglobal-include-refused\nworktree-config-refused\ncommitted\n", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, `cordon: denied: create .git/config.worktree (rule: deny_write "config.worktree": protected name)`)
+	assert.NoFileExists(t, filepath.Join(dir, ".husky/pre-commit"))
+	assert.NoFileExists(t, filepath.Join(dir, ".git/config.worktree"))
+	b, err := os.ReadFile(filepath.Join(dir, "shared.gitconfig"))
+	require.NoError(t, err)
+	assert.Equal(t, "[user]\n\tname = A\n", string(b))
+	b, err = os.ReadFile(filepath.Join(dir, "conf/branch.gitconfig"))
+	require.NoError(t, err)
+	assert.Empty(t, string(b))
+	b, err = os.ReadFile(filepath.Join(dir, "scripts/post-commit"))
+	require.NoError(t, err)
+	assert.Equal(t, "#!/bin/sh\n", string(b))
+}
+
+// TestRedTeamHomeUnset (S5): with HOME unset or empty, ~ in the files
+// rules is the home the user database gives, so the rules still hold.
+func TestRedTeamHomeUnset(t *testing.T) {
+	requireSeccompNotify(t)
+	u, err := user.Current()
+	require.NoError(t, err)
+	require.DirExists(t, u.HomeDir, "the user database's home of the test's user")
+	f, err := os.CreateTemp(u.HomeDir, "cordon-test-secret-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.Remove(f.Name()) })
+	_, err = f.WriteString("SECRET\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	rule := "~/" + filepath.Base(f.Name())
+	for _, argv := range [][]string{
+		{"env", "-u", "HOME", cordonBin},
+		{"env", "HOME=", cordonBin},
+	} {
+		r := runCordonVia(t, runOpts{}, append(argv, "--deny-read", rule, "--", "sh", "-c", "cat "+shq(f.Name())+" 2>&1")...)
+		assert.NotContains(t, r.stdout, "SECRET", "%v", argv)
+		assert.Contains(t, r.stdout, f.Name()+": Permission denied", "%v: %s", argv, r.stderr)
+	}
+	// A session whose client has an empty HOME (the daemon started by it).
+	d := newDaemonEnv(t)
+	r := d.cordonOpts(runOpts{env: []string{"HOME="}}, "exec", "--deny-read", rule, "--", "sh", "-c", "cat "+shq(f.Name())+" 2>&1")
+	assert.NotContains(t, r.stdout, "SECRET", r.stderr)
+	assert.Contains(t, r.stdout, f.Name()+": Permission denied", r.stderr)
+}
+
+// TestRedTeamMoreProtectedNames: .mcp.json, .devcontainer and .zed cannot
+// be created (they make tools run commands outside the sandbox).
+func TestRedTeamMoreProtectedNames(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	r := runCordon(t, runOpts{dir: dir}, "--", "sh", "-c",
+		"echo '{}' > .mcp.json 2>&1 || echo mcp-refused; mkdir .devcontainer 2>&1 || echo devcontainer-refused; mkdir -p a/.zed 2>&1 || echo zed-refused")
+	assert.Equal(t, "mcp-refused\ndevcontainer-refused\nzed-refused\n", lastLines(r.stdout, 3), r.stderr)
+	assert.Contains(t, r.stderr, `cordon: denied: create .mcp.json (rule: deny_write ".mcp.json": protected name)`)
+	for _, n := range []string{".mcp.json", ".devcontainer", "a/.zed"} {
+		assert.NoFileExists(t, filepath.Join(dir, n))
+		assert.NoDirExists(t, filepath.Join(dir, n))
+	}
+}
+
+// lastLines keeps the lines of s that end in "-refused" (the shell's own
+// messages are around them).
+func lastLines(s string, _ int) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasSuffix(l, "-refused") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestRedTeamRebaseExecLeftQueued (P3, a documented limit): an interactive
+// rebase left stopped at "break" with an exec line queued would run it in
+// the user's git rebase --continue. cordon cannot refuse the write (git
+// needs the todo list), so it says so at the end of the run.
+func TestRedTeamRebaseExecLeftQueued(t *testing.T) {
+	requireSeccompNotify(t)
+	env := gitEnv(t)
+	dir := filepath.Join(t.TempDir(), "repo")
+	newRepo(t, env, dir)
+	hostGit(t, env, dir, "commit", "-q", "--allow-empty", "-m", "two")
+	r := runCordon(t, runOpts{dir: dir, env: env}, "--", "sh", "-c",
+		`GIT_SEQUENCE_EDITOR='sed -i "1i break\nexec echo QUEUED"' git rebase -q -i HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge && echo stopped`)
+	assert.Equal(t, "stopped\n", r.stdout, r.stderr)
+	assert.Regexp(t, `cordon: warning: .*/\.git/rebase-merge/git-rebase-todo holds 1 exec line\(s\) the sandbox left queued \(first: "echo QUEUED"\)`, r.stderr)
+	// A run that leaves the queue as it found it says nothing.
+	r = runCordon(t, runOpts{dir: dir, env: env}, "--", "true")
+	assert.NotContains(t, r.stderr, "exec line")
+}
+
+// TestRedTeamNestedRepositories: a directory of projects (each its own
+// repository, the working directory none) gets for each what a
+// repository at the working directory gets: hooksPath targets, includes
+// and modules/ protected.
+func TestRedTeamNestedRepositories(t *testing.T) {
+	requireSeccompNotify(t)
+	env := gitEnv(t)
+	src := t.TempDir()
+	proj := filepath.Join(src, "proj")
+	newRepo(t, env, proj)
+	hostGit(t, env, proj, "config", "core.hooksPath", ".husky")
+	script := `
+{ mkdir -p proj/.husky && echo evil > proj/.husky/pre-commit; } 2>&1 || echo husky-refused
+mkdir -p proj/.git/modules/planted 2>&1 || echo modules-refused
+echo evil >> proj/.git/config 2>&1 || echo config-refused
+cd proj && echo change >> f && git commit -qam change && echo committed
+`
+	r := runCordon(t, runOpts{dir: src, env: env}, "--", "sh", "-c", script)
+	assert.Equal(t, "husky-refused\nmodules-refused\nconfig-refused\ncommitted\n", lastLinesAll(r.stdout), r.stderr)
+	assert.NoFileExists(t, filepath.Join(proj, ".husky/pre-commit"))
+	assert.NoDirExists(t, filepath.Join(proj, ".git/modules/planted"))
+}
+
+// lastLinesAll keeps the lines of s that are one word (the script's
+// markers; the shell's messages have spaces).
+func lastLinesAll(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" && !strings.Contains(l, " ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
