@@ -524,13 +524,8 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, peer netip.
 		return
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-	upc, err := p.o.Dial(ctx, target)
-	cancel()
+	upc, err := p.dialChecked(r.Context(), target, rec, start)
 	if err != nil {
-		rec.Reason = "dial " + target.String() + ": " + err.Error()
-		rec.Duration = time.Since(start)
-		p.report(rec)
 		http.Error(w, "cordon: "+rec.Reason, http.StatusBadGateway)
 		return
 	}
@@ -604,4 +599,19 @@ func closeWrite(c net.Conn) {
 		return
 	}
 	_ = c.Close()
+}
+
+// dialChecked dials the address the decision checked, within the dial
+// bound; a failure is recorded (reason, duration) and reported, so the
+// caller only answers its client.
+func (p *Proxy) dialChecked(ctx context.Context, target netip.AddrPort, rec *Record, start time.Time) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	c, err := p.o.Dial(ctx, target)
+	if err != nil {
+		rec.Reason = "dial " + target.String() + ": " + err.Error()
+		rec.Duration = time.Since(start)
+		p.report(rec)
+	}
+	return c, err
 }

@@ -47,13 +47,8 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 		return
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	upc, err := p.o.Dial(ctx, target)
-	cancel()
+	upc, err := p.dialChecked(context.Background(), target, rec, start)
 	if err != nil {
-		rec.Reason = "dial " + target.String() + ": " + err.Error()
-		rec.Duration = time.Since(start)
-		p.report(rec)
 		socksReply(c, repHostUnreach)
 		return
 	}

@@ -697,43 +697,18 @@ func (gv *gitView) worktreeConfig(common string) bool {
 }
 
 // configValue reads the last value of section.key from a git config file
-// (section and key compared case-insensitively; no subsections, includes
-// or quoting beyond a plain value). It is enough for the two keys read
-// here, which git writes itself in that plain form.
+// (section and key compared case-insensitively, no subsections; read with
+// configEntries, the one reader of git config files here).
 func configValue(file, section, key string) (string, bool) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", false
 	}
-	var cur, val string
+	var val string
 	found := false
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			cur = strings.ToLower(strings.TrimSpace(line[1:end]))
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
-		}
-		if !strings.EqualFold(cur, section) {
-			continue
-		}
-		k, v, hasEq := strings.Cut(line, "=")
-		if !strings.EqualFold(strings.TrimSpace(k), key) {
-			continue
-		}
-		val, found = "", true
-		if hasEq {
-			val = strings.Trim(strings.TrimSpace(v), `"`)
+	for _, e := range configEntries(b) {
+		if e.section == strings.ToLower(section) && e.key == strings.ToLower(key) {
+			val, found = e.value, true
 		}
 	}
 	return val, found
