@@ -48,7 +48,7 @@ bench-quick: build ## the same ratios with small counts (under a minute); report
 
 # What a program that only talks to the daemon links: it must build without
 # cgo and on any OS, and api must stay a leaf (the standard library only).
-NOCGO_PKGS := ./api ./service ./client ./policy
+NOCGO_PKGS := ./api ./service ./client ./policy ./agent
 MODULE     := github.com/cordon-sandbox/cordon
 
 .PHONY: lint

@@ -14,6 +14,7 @@ const (
 	PathSessions      = "/v1/sessions"
 	PathSession       = "/v1/sessions/{id}"
 	PathDecisions     = "/v1/sessions/{id}/decisions"
+	PathAsk           = "/v1/sessions/{id}/asks/{ask}"
 	PathExec          = "/v1/exec"
 	PathProcesses     = "/v1/processes"
 	PathProcess       = "/v1/processes/{id}"
@@ -35,6 +36,11 @@ const (
 	// Output encodings of POST /v1/exec.
 	EncodingText   = "text"
 	EncodingBase64 = "base64"
+	// EventResult is the event that ends a streamed POST /v1/exec
+	// (?stream=1): its data is the ExecResult. The stdout and stderr
+	// events before it are Events; an "error" event (an Error) ends a
+	// stream that failed after output was sent.
+	EventResult = "result"
 	// DefaultKillGraceMs is POST /v1/processes/{id}/kill's default grace.
 	DefaultKillGraceMs = 5000
 )
@@ -137,6 +143,13 @@ type SessionRequest struct {
 	Env       Env    `json:"env,omitempty"`
 	Policy    string `json:"policy,omitempty"`
 	Carry     bool   `json:"carry,omitempty"`
+	// AskTimeoutMs holds execs and connections the policy asks about for
+	// up to this long, for a client to answer (POST .../asks/{ask}); 0
+	// denies them at once.
+	AskTimeoutMs int64 `json:"ask_timeout_ms,omitempty"`
+	// IdleTimeoutMs closes the session after this long without a command
+	// running in it; 0 never.
+	IdleTimeoutMs int64 `json:"idle_timeout_ms,omitempty"`
 	// ReportAllowed adds allowed execs to decisions and events.
 	ReportAllowed bool `json:"report_allowed,omitempty"`
 }
@@ -194,6 +207,19 @@ type ExecDecision struct {
 	BytesUp    int64 `json:"bytes_up,omitempty"`
 	BytesDown  int64 `json:"bytes_down,omitempty"`
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// AskID is set on a pending ask (decision "ask" in a session with
+	// ask_timeout_ms): answer it with POST /v1/sessions/{id}/asks/{ask_id}
+	// before AskDeadline, or it is denied.
+	AskID       string     `json:"ask_id,omitempty"`
+	AskDeadline *time.Time `json:"ask_deadline,omitempty"`
+}
+
+// AskAnswer is the body of POST /v1/sessions/{id}/asks/{ask}.
+type AskAnswer struct {
+	Allow bool `json:"allow"`
+	// Remember applies the answer to the session's later asks about the
+	// same argv (exec) or host and port (net).
+	Remember bool `json:"remember,omitempty"`
 }
 
 // Exit is how a process ended.
@@ -216,6 +242,8 @@ type Exit struct {
 type ExecRequest struct {
 	Argv   []string `json:"argv,omitempty"`
 	Script string   `json:"script,omitempty"`
+	// Shell is the shell that runs Script: "sh" (default) or "bash".
+	Shell string `json:"shell,omitempty"`
 	// SessionID is a session's id or name; empty runs the command in a
 	// throwaway sandbox made from Sandbox.
 	SessionID string          `json:"session_id,omitempty"`

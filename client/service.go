@@ -69,11 +69,20 @@ func (c *Client) CloseSession(ctx context.Context, session string) error {
 // byte. Cancelling ctx closes the connection, and the daemon kills the
 // command's tree.
 func (c *Client) Exec(ctx context.Context, req service.ExecRequest) (service.ExecResult, error) {
+	if req.Output != nil || req.OnDecision != nil {
+		return c.execStream(ctx, req)
+	}
 	var out api.ExecResult
 	if err := c.call(ctx, "POST", api.PathExec, apiconv.APIExecRequest(req), &out); err != nil {
 		return service.ExecResult{}, err
 	}
 	return apiconv.ExecResult(out)
+}
+
+// AnswerAsk answers a session's pending ask (the AskID of an "ask"
+// decision on its stream).
+func (c *Client) AnswerAsk(ctx context.Context, session, ask string, a service.AskAnswer) error {
+	return c.call(ctx, "POST", "/v1/sessions/"+esc(session)+"/asks/"+esc(ask), api.AskAnswer{Allow: a.Allow, Remember: a.Remember}, nil)
 }
 
 // Start implements service.Service.

@@ -111,3 +111,68 @@ func (r *sseReader) next() (sseMessage, error) {
 	}
 	return m, io.EOF
 }
+
+// execStream runs an Exec whose output is streamed (POST /v1/exec?stream=1):
+// stdout and stderr events go to req.Output as they arrive, the "result"
+// event is the result. A command that printed nothing is answered with
+// the plain JSON result.
+func (c *Client) execStream(ctx context.Context, req service.ExecRequest) (service.ExecResult, error) {
+	resp, err := c.request(ctx, "POST", api.PathExec+"?stream=1", apiconv.APIExecRequest(req))
+	if err != nil {
+		return service.ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), api.EventStreamType) {
+		var out api.ExecResult
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			if ctx.Err() != nil {
+				return service.ExecResult{}, ctx.Err()
+			}
+			return service.ExecResult{}, fmt.Errorf("reading the answer to POST %s: %w", api.PathExec, err)
+		}
+		return apiconv.ExecResult(out)
+	}
+	r := newSSEReader(resp.Body)
+	for {
+		msg, err := r.next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return service.ExecResult{}, ctx.Err()
+			}
+			return service.ExecResult{}, fmt.Errorf("%w: the exec stream ended before the result: %v", ErrUnavailable, err)
+		}
+		switch msg.event {
+		case string(service.EventStdout), string(service.EventStderr):
+			if req.Output == nil {
+				continue
+			}
+			var wire api.Event
+			if err := json.Unmarshal([]byte(msg.data), &wire); err != nil {
+				return service.ExecResult{}, fmt.Errorf("exec output event %s: %w", msg.id, err)
+			}
+			ev, err := apiconv.Event(wire)
+			if err != nil {
+				return service.ExecResult{}, err
+			}
+			req.Output(ev.Kind, ev.Data)
+		case string(service.EventDecision):
+			var wire api.Event
+			if err := json.Unmarshal([]byte(msg.data), &wire); err != nil || wire.Decision == nil {
+				return service.ExecResult{}, fmt.Errorf("exec decision event %s: %v", msg.id, err)
+			}
+			if req.OnDecision != nil {
+				req.OnDecision(apiconv.Decision(*wire.Decision))
+			}
+		case api.EventResult:
+			var out api.ExecResult
+			if err := json.Unmarshal([]byte(msg.data), &out); err != nil {
+				return service.ExecResult{}, fmt.Errorf("exec result: %w", err)
+			}
+			return apiconv.ExecResult(out)
+		case "error":
+			var e api.Error
+			_ = json.Unmarshal([]byte(msg.data), &e)
+			return service.ExecResult{}, &Error{Code: e.Code, Message: e.Message}
+		}
+	}
+}

@@ -143,6 +143,7 @@ var builtinDenyWrite = []struct{ pattern, why string }{
 	{".claude", "agent settings (hooks, permissions)"},
 	{".codex", "agent settings"},
 	{".cursor", "agent settings"},
+	{".gemini", "agent settings (hooks)"},
 	{".vscode", "editor tasks and settings run code"},
 	{".idea", "IDE run configurations"},
 	{".mcp.json", "MCP servers an agent starts (commands run outside the sandbox)"},

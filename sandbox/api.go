@@ -31,6 +31,7 @@ type (
 	EventKind    = service.EventKind
 	Event        = service.Event
 	ExecDecision = service.ExecDecision
+	AskAnswer    = service.AskAnswer
 	Scope        = service.Scope
 	Duration     = service.Duration
 )

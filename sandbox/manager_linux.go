@@ -219,6 +219,16 @@ func (m *Manager) CloseSession(ctx context.Context, id string) error {
 	return s.Close(ctx)
 }
 
+// AnswerAsk answers a pending ask of session (SessionSpec.AskTimeout; the
+// ask's id is the "ask" decision's AskID).
+func (m *Manager) AnswerAsk(_ context.Context, session, ask string, a AskAnswer) error {
+	s, err := m.Session(session)
+	if err != nil {
+		return err
+	}
+	return s.AnswerAsk(ask, a)
+}
+
 // Exec implements Service. Without req.Session the command runs in a
 // throwaway sandbox made from req.Sandbox, closed before Exec returns.
 func (m *Manager) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {

@@ -42,6 +42,7 @@ type Process struct {
 	startedAt time.Time
 
 	log       *eventLog     // Start's events; nil for Exec's
+	output    *outputStream // Exec's streamed output (ExecRequest.Output), or nil
 	stdout    *outputBuffer // Exec's output; nil for Start's
 	stderr    *outputBuffer
 	snapshot  *outputBuffer // carry snapshot, when asked for
@@ -510,6 +511,7 @@ func (p *Process) addDecision(d ExecDecision) {
 		p.mu.Lock()
 		p.decisions = append(p.decisions, d)
 		p.mu.Unlock()
+		p.output.decide(d)
 	}
 }
 
@@ -526,8 +528,10 @@ func (p *Process) readOutput(f *os.File, kind EventKind, done func()) {
 				p.log.append(Event{Kind: kind, Data: bytes.Clone(buf[:n])})
 			case kind == EventStdout:
 				p.stdout.write(buf[:n])
+				p.output.write(kind, buf[:n])
 			default:
 				p.stderr.write(buf[:n])
+				p.output.write(kind, buf[:n])
 			}
 		}
 		if err != nil {
@@ -560,6 +564,47 @@ func (p *Process) readSnapshot(f *os.File, done func()) {
 			return
 		}
 	}
+}
+
+// outputStream passes Exec's output to ExecRequest.Output as it is read:
+// one call at a time (stdout and stderr have a reader each), and none after
+// Exec has returned (a reader may outlive it when what the command left
+// running holds a pipe open past the drain bound).
+type outputStream struct {
+	mu       sync.Mutex
+	fn       func(EventKind, []byte) // guarded by mu; may be nil
+	decision func(ExecDecision)      // guarded by mu; may be nil
+	stopped  bool                    // guarded by mu
+}
+
+// write passes b on; a nil stream does nothing.
+func (o *outputStream) write(kind EventKind, b []byte) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stopped && o.fn != nil {
+		o.fn(kind, b)
+	}
+}
+
+// decide passes d on; a nil stream does nothing.
+func (o *outputStream) decide(d ExecDecision) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stopped && o.decision != nil {
+		o.decision(d)
+	}
+}
+
+func (o *outputStream) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	o.mu.Unlock()
 }
 
 // outputBuffer keeps up to max bytes and counts the rest as truncated.

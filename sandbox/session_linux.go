@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,15 @@ type Session struct {
 	// its final decision; guarded by mu.
 	askChains map[*supervisor.Verdict][]int
 	carry     carryState // guarded by mu
+	// busy counts the Execs and started processes under way; idle fires
+	// after SessionSpec.IdleTimeout without any. Both guarded by mu.
+	busy int
+	idle *time.Timer
+	// asks are the pending asks clients may answer (SessionSpec.AskTimeout),
+	// by id; remembered holds answers given with Remember, by askKey.
+	// Both guarded by mu.
+	asks       map[string]chan AskAnswer
+	remembered map[string]bool
 
 	decisions *decisionLog // every exec decision of the session (Decisions)
 }
@@ -82,6 +92,12 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 			return nil, invalid("%v", err)
 		}
 	}
+	if spec.AskTimeout < 0 {
+		return nil, invalid("ask timeout %v is negative", time.Duration(spec.AskTimeout))
+	}
+	if spec.IdleTimeout < 0 {
+		return nil, invalid("idle timeout %v is negative", time.Duration(spec.IdleTimeout))
+	}
 	iso := runner.IsolationAuto
 	if spec.Isolation != "" {
 		if iso, err = runner.ParseIsolation(spec.Isolation); err != nil {
@@ -102,16 +118,18 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{
 		m: m, id: id, name: spec.Name, spec: spec, createdAt: time.Now(),
-		log:       m.opts.Logger.With("session", id),
-		ctx:       ctx,
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		state:     SessionRunning,
-		procs:     make(map[string]*Process),
-		byShim:    make(map[int]*Process),
-		askChains: make(map[*supervisor.Verdict][]int),
-		carry:     carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
-		decisions: newDecisionLog(m.opts.EventBuffer),
+		log:        m.opts.Logger.With("session", id),
+		ctx:        ctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+		state:      SessionRunning,
+		procs:      make(map[string]*Process),
+		byShim:     make(map[int]*Process),
+		askChains:  make(map[*supervisor.Verdict][]int),
+		asks:       make(map[string]chan AskAnswer),
+		remembered: make(map[string]bool),
+		carry:      carryState{cwd: filepath.Clean(dir), env: slices.Clone(env)},
+		decisions:  newDecisionLog(m.opts.EventBuffer),
 	}
 	path, _ := envValue(env, "PATH")
 	sb, err := runner.StartSandbox(startCtx, runner.SandboxOptions{
@@ -137,8 +155,51 @@ func newSession(startCtx context.Context, m *Manager, id string, spec SessionSpe
 	}
 	s.sb = sb
 	s.initPid.Store(int64(sb.InitPid()))
+	if d := time.Duration(spec.IdleTimeout); d > 0 {
+		s.mu.Lock()
+		s.idle = time.AfterFunc(d, s.idleClose)
+		s.mu.Unlock()
+	}
 	go s.watch()
 	return s, nil
+}
+
+// use marks the session busy until the returned function is called: an
+// idle timeout never closes a session while a command runs in it.
+func (s *Session) use() (done func()) {
+	s.mu.Lock()
+	s.busy++
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.busy--
+			if s.busy == 0 && s.idle != nil {
+				s.idle.Reset(time.Duration(s.spec.IdleTimeout))
+			}
+			s.mu.Unlock()
+		})
+	}
+}
+
+// idleClose closes the session when its idle timeout fires with nothing
+// running (a command that started as the timer fired keeps it open).
+func (s *Session) idleClose() {
+	s.mu.Lock()
+	if s.busy > 0 {
+		s.mu.Unlock()
+		return
+	}
+	// Marked closing under the lock that use() takes: a command arriving
+	// now gets ErrClosed instead of being killed by the close.
+	s.closing = true
+	s.mu.Unlock()
+	s.log.Info("closing idle session", "idle_timeout", time.Duration(s.spec.IdleTimeout))
+	_ = s.Close(context.Background())
 }
 
 func compilePolicy(doc string) (*policy.Policy, error) {
@@ -230,6 +291,7 @@ type procSpec struct {
 	listed    bool
 	snapshot  bool
 	maxOutput int
+	output    *outputStream // Exec's streamed output, or nil
 }
 
 // spawn starts a process: the pipes are made here, on the host, and
@@ -250,6 +312,7 @@ func (s *Session) spawn(ps procSpec) (*Process, error) {
 	} else {
 		p.stdout = &outputBuffer{max: ps.maxOutput}
 		p.stderr = &outputBuffer{max: ps.maxOutput}
+		p.output = ps.output
 	}
 	// The child's ends go to the init and are closed here once sent; ours
 	// are read (outputs) or written (stdin).
@@ -393,14 +456,24 @@ func (s *Session) Start(ctx context.Context, req StartRequest) (*Process, error)
 	}
 	st := s.carried()
 	grace := s.grace(req.KillGrace)
+	done := s.use()
 	p, err := s.spawn(procSpec{
 		argv: argv, shownArgv: req.Argv, script: req.Script,
 		dir: resolveDir(req.Dir, st.cwd), env: mergeEnv(st.env, req.Env),
 		stdinMode: mode, listed: true,
 	})
 	if err != nil {
+		done()
 		return nil, err
 	}
+	// A started process keeps the session busy until its tree is gone.
+	go func() {
+		select {
+		case <-p.goneCh:
+		case <-s.done:
+		}
+		done()
+	}()
 	p.setTimeout(time.Duration(req.Timeout), grace)
 	// Return once the process exists (or has failed to start), so its
 	// state is never "starting" for a caller.
@@ -427,9 +500,17 @@ func (s *Session) Start(ctx context.Context, req StartRequest) (*Process, error)
 // session's, and a second concurrent Exec gets ErrBusy. If ctx ends first,
 // the tree is killed and the result so far is returned with ctx's error.
 func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+	defer s.use()()
 	argv, err := commandOf(req.Argv, req.Script)
 	if err != nil {
 		return ExecResult{}, err
+	}
+	sh, err := scriptShell(req.Shell)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if req.Script != "" {
+		argv[0] = sh
 	}
 	if s.spec.Carry {
 		if !s.execMu.TryLock() {
@@ -441,17 +522,23 @@ func (s *Session) Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	dir := resolveDir(req.Dir, st.cwd)
 	snapshot := s.spec.Carry && req.Script != ""
 	if snapshot {
-		argv = []string{"/bin/sh", "-c", carryWrapper, "sh", req.Script}
+		argv = []string{sh, "-c", carryWrapper, filepath.Base(sh), req.Script}
 	}
 	max := req.MaxOutput
 	if max <= 0 {
 		max = s.m.opts.MaxOutput
 	}
 	grace := s.grace(req.KillGrace)
+	var stream *outputStream
+	if req.Output != nil || req.OnDecision != nil {
+		stream = &outputStream{fn: req.Output, decision: req.OnDecision}
+		defer stream.stop()
+	}
 	p, err := s.spawn(procSpec{
 		argv: argv, shownArgv: req.Argv, script: req.Script,
 		dir: dir, env: mergeEnv(st.env, req.Env), stdin: req.Stdin,
 		stdinMode: StdinNone, snapshot: snapshot, maxOutput: max,
+		output: stream,
 	})
 	if err != nil {
 		return ExecResult{}, err
@@ -561,6 +648,18 @@ func commandOf(argv []string, script string) ([]string, error) {
 		return []string{"/bin/sh", "-c", script}, nil
 	}
 	return nil, invalid("no command: set argv or script")
+}
+
+// scriptShell is the program that runs a script: /bin/sh, or bash
+// (looked up on PATH in the sandbox) when asked for.
+func scriptShell(name string) (string, error) {
+	switch name {
+	case "", "sh":
+		return "/bin/sh", nil
+	case "bash":
+		return "bash", nil
+	}
+	return "", invalid("shell %q: want sh or bash", name)
 }
 
 func resolveDir(dir, cwd string) string {
@@ -844,7 +943,7 @@ func toDecision(d *supervisor.Verdict, chain []int) ExecDecision {
 // process dies (a kill or timeout while the exec waits) or the session
 // ends.
 func (s *Session) ask(d *supervisor.Verdict) bool {
-	if s.spec.Ask == nil {
+	if s.spec.Ask == nil && s.spec.AskTimeout <= 0 {
 		return false
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -876,11 +975,77 @@ func (s *Session) ask(d *supervisor.Verdict) bool {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	id := ""
-	if p := s.deliver(chain, q); p != nil {
-		id = p.id
+	return s.askOne(ctx, chain, q)
+}
+
+// askOne publishes the pending ask q and returns the answer: SessionSpec.Ask's,
+// or a client's (AnswerAsk) within AskTimeout, or a remembered one. No
+// answer, the asking process's death or the session's end deny.
+func (s *Session) askOne(ctx context.Context, chain []int, q ExecDecision) bool {
+	if s.spec.Ask != nil {
+		id := ""
+		if p := s.deliver(chain, q); p != nil {
+			id = p.id
+		}
+		return s.spec.Ask(ctx, id, q)
 	}
-	return s.spec.Ask(ctx, id, q)
+	key := askKey(q)
+	ch := make(chan AskAnswer, 1)
+	s.mu.Lock()
+	if allow, ok := s.remembered[key]; ok {
+		s.mu.Unlock()
+		return allow
+	}
+	q.AskID = newID("a-")
+	s.asks[q.AskID] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.asks, q.AskID)
+		s.mu.Unlock()
+	}()
+	timeout := time.Duration(s.spec.AskTimeout)
+	q.AskDeadline = time.Now().Add(timeout)
+	s.deliver(chain, q)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case a := <-ch:
+		if a.Remember {
+			s.mu.Lock()
+			s.remembered[key] = a.Allow
+			s.mu.Unlock()
+		}
+		return a.Allow
+	case <-t.C:
+		s.log.Info("ask not answered in time: denied", "ask", q.AskID, "argv", q.Argv, "host", q.Host)
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// askKey is what a remembered answer applies to: the same argv for an
+// exec, the same host and port for a connection.
+func askKey(q ExecDecision) string {
+	if q.Kind == "net" {
+		return fmt.Sprintf("net\x00%s\x00%d", q.Host, q.Port)
+	}
+	return "exec\x00" + strings.Join(q.Argv, "\x00")
+}
+
+// AnswerAsk answers the pending ask id. An ask already answered, denied
+// by its timeout or never made is ErrNotFound.
+func (s *Session) AnswerAsk(id string, a AskAnswer) error {
+	s.mu.Lock()
+	ch, ok := s.asks[id]
+	delete(s.asks, id)
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("ask %q: %w (answered, timed out, or never made)", id, ErrNotFound)
+	}
+	ch <- a
+	return nil
 }
 
 // netDecision is a network record as the session's decision stream
@@ -920,7 +1085,7 @@ func (s *Session) onNet(r *netproxy.Record) {
 // askNet asks SessionSpec.Ask about a connection an ask rule covers; no
 // Ask, or no answer before the session ends, denies.
 func (s *Session) askNet(r *netproxy.Record) bool {
-	if s.spec.Ask == nil {
+	if s.spec.Ask == nil && s.spec.AskTimeout <= 0 {
 		return false
 	}
 	var chain []int
@@ -929,11 +1094,7 @@ func (s *Session) askNet(r *netproxy.Record) bool {
 	}
 	q := netDecision(r, chain)
 	q.Decision = "ask"
-	id := ""
-	if p := s.deliver(chain, q); p != nil {
-		id = p.id
-	}
-	return s.spec.Ask(s.ctx, id, q)
+	return s.askOne(s.ctx, chain, q)
 }
 
 // onCreateDenied reports a refused creation of a protected name as a

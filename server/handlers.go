@@ -163,7 +163,22 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		spec := s.spec(sr)
 		lreq.Sandbox = &spec
 	}
+	var st *execStream
+	switch r.URL.Query().Get("stream") {
+	case "1", "true", "yes":
+		st = &execStream{w: w, rc: http.NewResponseController(w), encoding: req.Encoding}
+		st.conv = func(d service.ExecDecision) service.ExecDecision {
+			return s.ids.decisions(lreq.Session, []service.ExecDecision{d})[0]
+		}
+		lreq.Output, lreq.OnDecision = st.output, st.decision
+	}
 	res, err := s.o.Service.Exec(r.Context(), lreq)
+	if st != nil && st.started() {
+		// The answer is already a stream: the result (or the failure)
+		// is its last event.
+		st.finish(s, res, err, lreq.Session, r.Context().Err() != nil)
+		return
+	}
 	if err != nil && (res.ExitedAt.IsZero() || r.Context().Err() != nil) {
 		// Nothing ran, or nobody is listening any more. A command whose
 		// session was closed under it has a result (lost: true): send it.
@@ -172,6 +187,31 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	}
 	res.Decisions = s.ids.decisions(lreq.Session, res.Decisions)
 	writeJSON(w, http.StatusOK, apiconv.APIExecResult(res, req.Encoding))
+}
+
+// answerAsk answers a session's pending ask (an "ask" decision with an
+// ask_id on its decision stream).
+func (s *Server) answerAsk(w http.ResponseWriter, r *http.Request) {
+	aa, ok := s.o.Service.(AskAnswerer)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, api.CodeUnsupported, "this service cannot answer asks")
+		return
+	}
+	sess, err := s.sessionRef(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var body api.AskAnswer
+	if err := s.decode(w, r, &body); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := aa.AnswerAsk(r.Context(), sess, r.PathValue("ask"), service.AskAnswer{Allow: body.Allow, Remember: body.Remember}); err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) startProcess(w http.ResponseWriter, r *http.Request) {

@@ -29,6 +29,12 @@ type DecisionStreamer interface {
 	Decisions(ctx context.Context, session string, after uint64) iter.Seq2[service.Event, error]
 }
 
+// AskAnswerer is a Service whose sessions' pending asks a client can
+// answer (sandbox.Manager and client.Client are).
+type AskAnswerer interface {
+	AnswerAsk(ctx context.Context, session, ask string, a service.AskAnswer) error
+}
+
 // Options configures a Server.
 type Options struct {
 	Service service.Service
@@ -88,6 +94,7 @@ func New(o Options) *Server {
 	s.handle("GET "+api.PathSession, s.getSession)
 	s.handle("DELETE "+api.PathSession, s.closeSession)
 	s.handle("GET "+api.PathDecisions, s.decisions)
+	s.handle("POST "+api.PathAsk, s.answerAsk)
 	s.handle("POST "+api.PathExec, s.exec)
 	s.handle("POST "+api.PathProcesses, s.startProcess)
 	s.handle("GET "+api.PathProcesses, s.listProcesses)

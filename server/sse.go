@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -63,10 +64,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	var until uint64 // 0: until the stream ends by itself
 	if !following(r) && info.State != service.ProcessExited {
-		until = info.LastEvent
-		if until <= after {
-			until = after
+		if info.LastEvent <= after {
+			// Nothing new so far: the answer is an empty stream. (until
+			// = after would be 0 for a process with no event yet, which
+			// means "follow" to stream.)
+			s.stream(w, r, after, 0, nil, nil) // a nil source: an empty stream
+			return
 		}
+		until = info.LastEvent
 	}
 	s.stream(w, r, after, until, func(ctx context.Context) iter.Seq2[service.Event, error] {
 		return s.o.Service.Events(ctx, sess, proc, after)
@@ -134,7 +139,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, after, until uin
 		fmt.Fprint(w, "event: end\ndata: {}\n\n")
 		_ = rc.Flush()
 	}
-	if until != 0 && until <= after {
+	if source == nil || (until != 0 && until <= after) {
 		end()
 		return
 	}
@@ -211,4 +216,103 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, after, until uin
 			return
 		}
 	}
+}
+
+// execStream is a POST /v1/exec answered as a stream (?stream=1): the
+// command's output as stdout and stderr events while it runs, then one
+// "result" event with the ExecResult, then "end". Until the first output
+// nothing is written, so a request that fails before the command runs
+// gets the usual JSON error with its status.
+type execStream struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	encoding string
+	conv     func(service.ExecDecision) service.ExecDecision // the server's ids
+	seq      uint64                                          // guarded by Exec, which serialises output calls
+	begun    bool                                            // guarded as seq
+	broken   bool                                            // guarded as seq: the client went away
+}
+
+func (e *execStream) begin() {
+	if e.begun {
+		return
+	}
+	e.begun = true
+	h := e.w.Header()
+	h.Set("Content-Type", api.EventStreamType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	e.w.WriteHeader(http.StatusOK)
+}
+
+// started reports whether the answer is a stream: Exec has returned, so
+// no output call runs any more.
+func (e *execStream) started() bool { return e.begun }
+
+// output is the request's ExecRequest.Output.
+func (e *execStream) output(kind service.EventKind, data []byte) {
+	if e.broken {
+		return
+	}
+	e.begin()
+	e.seq++
+	ev := apiconv.APIEvent(service.Event{Seq: e.seq, Time: time.Now(), Kind: kind, Data: data})
+	if e.encoding == api.EncodingBase64 && ev.Text != nil {
+		b64 := base64.StdEncoding.EncodeToString(data)
+		ev.Text, ev.DataB64 = nil, &b64
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(e.w, "id: %d\nevent: %s\ndata: %s\n\n", e.seq, kind, b); err != nil {
+		e.broken = true
+		return
+	}
+	if e.rc.Flush() != nil {
+		e.broken = true
+	}
+}
+
+// decision is the request's ExecRequest.OnDecision: a "decision" event.
+func (e *execStream) decision(d service.ExecDecision) {
+	if e.broken {
+		return
+	}
+	e.begin()
+	e.seq++
+	d = e.conv(d)
+	b, err := json.Marshal(apiconv.APIEvent(service.Event{Seq: e.seq, Time: d.Time, Kind: service.EventDecision, Decision: &d}))
+	if err != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(e.w, "id: %d\nevent: %s\ndata: %s\n\n", e.seq, service.EventDecision, b); err != nil {
+		e.broken = true
+		return
+	}
+	if e.rc.Flush() != nil {
+		e.broken = true
+	}
+}
+
+// finish sends the result, or the error, and the end of the stream.
+func (e *execStream) finish(s *Server, res service.ExecResult, err error, session string, gone bool) {
+	if gone || e.broken {
+		return
+	}
+	if err != nil && res.ExitedAt.IsZero() {
+		_, code := classify(err)
+		b, _ := json.Marshal(api.Error{Code: code, Message: err.Error()})
+		fmt.Fprintf(e.w, "event: error\ndata: %s\n\n", b)
+		_ = e.rc.Flush()
+		return
+	}
+	res.Decisions = s.ids.decisions(session, res.Decisions)
+	b, mErr := json.Marshal(apiconv.APIExecResult(res, e.encoding))
+	if mErr != nil {
+		return
+	}
+	fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", api.EventResult, b)
+	fmt.Fprint(e.w, "event: end\ndata: {}\n\n")
+	_ = e.rc.Flush()
 }

@@ -105,6 +105,15 @@ type SessionSpec struct {
 	// Carry keeps the working directory and exported environment that a
 	// script Exec leaves behind for the session's next Exec.
 	Carry bool `json:"carry,omitempty"`
+	// AskTimeout, when set and Ask is nil, holds an exec or connection
+	// the policy asks about for up to this long, for a client to answer
+	// (the "ask" decision on the session's stream carries an AskID; see
+	// AnswerAsk); no answer in time denies. Zero denies at once.
+	AskTimeout Duration `json:"ask_timeout,omitempty"`
+	// IdleTimeout, when set, closes the session after this long without a
+	// command running in it (an Exec, or a started process whose tree is
+	// not gone).
+	IdleTimeout Duration `json:"idle_timeout,omitempty"`
 	// ReportAllowed adds allowed execs to the events and results; denied
 	// and asked execs are always reported.
 	ReportAllowed bool `json:"report_allowed,omitempty"`
@@ -155,6 +164,10 @@ type ExecRequest struct {
 	// by sh -c.
 	Argv   []string `json:"argv,omitempty"`
 	Script string   `json:"script,omitempty"`
+	// Shell runs Script with bash instead of sh ("bash"; empty or "sh" is
+	// /bin/sh): agents write their commands for bash. In carry mode the
+	// snapshot is taken by that shell too.
+	Shell string `json:"shell,omitempty"`
 	// Dir is the working directory: absolute, or relative to the session's
 	// (carried) one.
 	Dir string `json:"dir,omitempty"`
@@ -169,6 +182,15 @@ type ExecRequest struct {
 	// MaxOutput bounds the bytes kept of stdout and of stderr each; the
 	// rest is read and dropped (Truncated). Zero means sandbox.Options.MaxOutput.
 	MaxOutput int `json:"max_output,omitempty"`
+	// Output, when set, is given the command's output as it is read
+	// (kind EventStdout or EventStderr), before Exec returns; the result
+	// holds it too, up to MaxOutput. Calls are serialised; data is valid
+	// only during the call. None is made once Exec has returned.
+	Output func(kind EventKind, data []byte) `json:"-"`
+	// OnDecision, when set, is given each decision the result lists, as
+	// it is made (a denial while the command still runs); serialised with
+	// Output, none after Exec has returned.
+	OnDecision func(ExecDecision) `json:"-"`
 }
 
 // ExecResult is how an Exec ended. The command's tree is gone when Exec
@@ -341,6 +363,19 @@ type ExecDecision struct {
 	BytesUp    int64 `json:"bytes_up,omitempty"`
 	BytesDown  int64 `json:"bytes_down,omitempty"`
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// AskID names a pending ask ("ask" decisions of a session with
+	// AskTimeout): the id to answer it with.
+	AskID string `json:"ask_id,omitempty"`
+	// AskDeadline is when a pending ask is denied without an answer.
+	AskDeadline time.Time `json:"ask_deadline,omitzero"`
+}
+
+// AskAnswer answers a pending ask. Remember applies the answer to every
+// later ask of the session about the same argv (exec) or host and port
+// (net).
+type AskAnswer struct {
+	Allow    bool `json:"allow"`
+	Remember bool `json:"remember,omitempty"`
 }
 
 // Scope is what Signal reaches.

@@ -171,19 +171,27 @@ func policyDocument(cfg policy.Config) (string, error) {
 // escape sequences.
 func printDecisions(w io.Writer, ds []sandbox.ExecDecision) {
 	for _, d := range ds {
-		switch {
-		case d.Decision != "deny":
-		case d.Kind == "net":
-			by := "an unidentified process"
-			if len(d.Argv) > 0 {
-				by = supervisor.FormatArgv(d.Argv)
-			}
-			fmt.Fprintf(w, "cordon: denied: connect %s by %s (rule: %s)\n",
-				net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), by, d.Rule)
-		default:
-			fmt.Fprintf(w, "cordon: denied: %s (rule: %s)\n", supervisor.FormatArgv(d.Argv), d.Rule)
+		if line := denialLine(d); line != "" {
+			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+// denialLine is the line printDecisions prints for d, or "" when d is not
+// a denial.
+func denialLine(d sandbox.ExecDecision) string {
+	switch {
+	case d.Decision != "deny":
+		return ""
+	case d.Kind == "net":
+		by := "an unidentified process"
+		if len(d.Argv) > 0 {
+			by = supervisor.FormatArgv(d.Argv)
+		}
+		return fmt.Sprintf("cordon: denied: connect %s by %s (rule: %s)",
+			net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), by, d.Rule)
+	}
+	return fmt.Sprintf("cordon: denied: %s (rule: %s)", supervisor.FormatArgv(d.Argv), d.Rule)
 }
 
 // printJSON prints v indented. Like the daemon's answers, it does not

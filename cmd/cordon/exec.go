@@ -29,20 +29,24 @@ type execOptions struct {
 	json      bool
 	encoding  string
 	script    string
+	shell     string
 }
 
 func newExecCmd(opts *execOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- CMD [ARG...] | exec [flags] -c SCRIPT",
 		Short: "Run a command to completion through the daemon (in a session, or a throwaway sandbox)",
-		Long: `Run CMD to completion and pass its output and exit code through. With --session
+		Long: `Run CMD to completion and pass its output and exit code through; the output
+is passed on as the command writes it (through the daemon too: the API's
+POST /v1/exec?stream=1). With --session
 it runs in that session (its policy, its carried directory in carry mode);
 without, in a throwaway sandbox made like "cordon run" makes one (current
 directory writable, your environment, the policy found here and the rule
 flags), which is gone when the command ends, with everything it started.
 
-With -c SCRIPT the command is a script run by sh -c; in a carry-mode session
-the directory and exported variables it leaves become the session's.
+With -c SCRIPT the command is a script run by sh -c (bash -c with --shell
+bash); in a carry-mode session the directory and exported variables it leaves
+become the session's.
 
 The daemon is started on first use; --no-daemon runs the same thing in this
 process. The command's stdin is /dev/null unless --stdin passes cordon's stdin
@@ -64,6 +68,7 @@ cordon or the daemon failed.`,
   cordon exec --session dev -- npm test
   cordon exec --allow-net pypi.org --allow-net files.pythonhosted.org -- pip download requests
   cordon exec --session dev -c 'cd src && export STAGE=build'
+  cordon exec --session dev --shell bash -c '[[ -d src ]] && cd src'
   echo data | cordon exec --stdin -- wc -c
   cordon exec --no-daemon --timeout 10s -- ./slow.sh
   cordon exec --json -- git status | jq -r .stdout`,
@@ -79,6 +84,7 @@ cordon or the daemon failed.`,
 	addSandboxFlags(f, &opts.sandboxFlags)
 	f.StringVar(&opts.session, "session", "", "run in this session (id or name)")
 	f.StringVarP(&opts.script, "script", "c", "", "run this script with sh -c (carried in a carry-mode session) instead of CMD")
+	f.StringVar(&opts.shell, "shell", "sh", "with -c: the shell that runs the script, sh or bash")
 	f.StringVar(&opts.cwd, "cwd", "", "working directory of the command (default: the session's, or the current one)")
 	f.StringArrayVar(&opts.env, "env", nil, "set KEY=VALUE for the command (repeatable)")
 	f.BoolVarP(&opts.stdin, "stdin", "i", false, "pass cordon's stdin to the command (read to its end first)")
@@ -95,8 +101,11 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		return failed(errors.New("give a command (-- CMD [ARG...]) or a script (-c SCRIPT), not both"))
 	}
 	req := sandbox.ExecRequest{
-		Argv: args, Script: o.script, Dir: o.cwd, Env: o.env,
+		Argv: args, Script: o.script, Shell: o.shell, Dir: o.cwd, Env: o.env,
 		Timeout: sandbox.Duration(o.timeout), KillGrace: sandbox.Duration(o.killGrace),
+	}
+	if o.shell != "sh" && o.shell != "bash" {
+		return failed(fmt.Errorf("--shell %q: want sh or bash", o.shell))
 	}
 	if o.timeout < 0 || o.killGrace < 0 {
 		return failed(errors.New("--timeout and --kill-grace must not be negative"))
@@ -141,6 +150,29 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		defer c.Close()
 		svc = c
 	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	streamed := false
+	// Denial lines printed as the denials happened, so that the result's
+	// list does not print them again.
+	printed := map[string]int{}
+	if !o.json {
+		req.OnDecision = func(d sandbox.ExecDecision) {
+			if line := denialLine(d); line != "" {
+				fmt.Fprintln(stderr, line)
+				printed[line]++
+			}
+		}
+		// The output is passed through as the command writes it, not
+		// when it ends.
+		req.Output = func(kind sandbox.EventKind, data []byte) {
+			streamed = true
+			if kind == sandbox.EventStdout {
+				_, _ = stdout.Write(data)
+			} else {
+				_, _ = stderr.Write(data)
+			}
+		}
+	}
 	res, err := svc.Exec(ctx, req)
 	if err != nil && res.ExitedAt.IsZero() {
 		return interrupted(ctx, err)
@@ -150,16 +182,29 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	} else {
-		_, _ = cmd.OutOrStdout().Write(res.Stdout)
-		_, _ = cmd.ErrOrStderr().Write(res.Stderr)
-		printDecisions(cmd.ErrOrStderr(), res.Decisions)
+		if !streamed {
+			// Nothing came as a stream (a command that printed nothing,
+			// or a daemon that answers in one piece): the result has it.
+			_, _ = stdout.Write(res.Stdout)
+			_, _ = stderr.Write(res.Stderr)
+		}
+		for _, d := range res.Decisions {
+			line := denialLine(d)
+			switch {
+			case line == "":
+			case printed[line] > 0:
+				printed[line]--
+			default:
+				fmt.Fprintln(stderr, line)
+			}
+		}
 		switch {
 		case res.TimedOut:
 			fmt.Fprintf(cmd.ErrOrStderr(), "cordon: timed out after %v\n", o.timeout)
 		case res.Error != "" && !res.Denied:
 			fmt.Fprintf(cmd.ErrOrStderr(), "cordon: %s\n", res.Error)
 		}
-		if res.StdoutTruncated || res.StderrTruncated {
+		if !streamed && (res.StdoutTruncated || res.StderrTruncated) {
 			fmt.Fprintln(cmd.ErrOrStderr(), "cordon: output truncated")
 		}
 	}

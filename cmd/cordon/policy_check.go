@@ -80,7 +80,7 @@ func (o *policyCheckOptions) run(cmd *cobra.Command, argv []string) error {
 	}
 	// A shell given -c: what it would run, as far as the script says
 	// before it runs. The exit code is the strictest decision of all.
-	switch inner := printInner(out, eff.pol, argv, 0); {
+	switch inner := printInner(out, eff.pol, argv); {
 	case inner > res.Decision:
 		res.Decision = inner
 	}

@@ -130,7 +130,7 @@ command was denied or is not executable; 127 if it was not found; 124 on
 	addRunFlags(root.Flags(), opts)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	root.AddCommand(newRunCmd(), newPolicyCmd(), newDoctorCmd(), newVersionCmd())
-	root.AddCommand(newServeCmd(&serveOptions{}), newDaemonCmd(), newSessionCmd(), newExecCmd(&execOptions{}),
+	root.AddCommand(newServeCmd(&serveOptions{}), newDaemonCmd(), newSessionCmd(), newExecCmd(&execOptions{}), newHookCmd(&hookOptions{}), newInitCmd(&initOptions{}),
 		newStartCmd(&startOptions{}), newPsCmd(&psOptions{}), newLogsCmd(&logsOptions{}), newWaitCmd(&waitOptions{}), newKillCmd(&killOptions{}))
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

@@ -56,6 +56,12 @@ func (o *sandboxFlags) spec(fs *pflag.FlagSet, warn io.Writer) (sandbox.SessionS
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
+	return o.specWith(fs, eff)
+}
+
+// specWith is spec with the policy already loaded (cordon hook decides
+// with the same load it gives the session).
+func (o *sandboxFlags) specWith(fs *pflag.FlagSet, eff *effectivePolicy) (sandbox.SessionSpec, error) {
 	netMode, err := o.netMode(fs, eff)
 	if err != nil {
 		return sandbox.SessionSpec{}, err

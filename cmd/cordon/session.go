@@ -22,6 +22,8 @@ Sessions live in the daemon (started on first use).`,
 		newSessionCreateCmd(&sessionCreateOptions{}),
 		newSessionLsCmd(&sessionLsOptions{}),
 		newSessionRmCmd(),
+		newSessionAsksCmd(),
+		newSessionAnswerCmd(),
 	)
 	return cmd
 }

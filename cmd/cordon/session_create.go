@@ -3,9 +3,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +16,8 @@ type sessionCreateOptions struct {
 	sandboxFlags
 	name          string
 	carry         bool
+	idle          time.Duration
+	askTimeout    time.Duration
 	reportAllowed bool
 	json          bool
 }
@@ -28,6 +33,8 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 		Example: `  cordon session create --name dev
   cordon session create --name ci --net none --deny "git push" --carry
   cordon session create --name agent --env-deny 'AWS_*' --env-pass GITHUB_TOKEN
+  cordon session create --name scratch --carry --idle-timeout 30m
+  cordon session create --name dev --ask-timeout 2m   # then: cordon session asks dev
   cordon session create --name web --allow-net registry.npmjs.org --allow-net '*.github.com'
   cordon session create --name agent --deny-read '**/.env*' --deny-write generated
   id=$(cordon session create)`,
@@ -39,7 +46,15 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 			if err != nil {
 				return failed(err)
 			}
+			if opts.idle < 0 {
+				return failed(errors.New("--idle-timeout must not be negative"))
+			}
 			spec.Name, spec.Carry, spec.ReportAllowed = opts.name, opts.carry, opts.reportAllowed
+			spec.IdleTimeout = sandbox.Duration(opts.idle)
+			if opts.askTimeout < 0 {
+				return failed(errors.New("--ask-timeout must not be negative"))
+			}
+			spec.AskTimeout = sandbox.Duration(opts.askTimeout)
 			ctx, cancel := commandContext()
 			defer cancel()
 			c, err := connectDaemon(ctx)
@@ -62,6 +77,8 @@ discovered cordon.yaml, the rule flags). With --carry, cd and export in one
 	addSandboxFlags(f, &opts.sandboxFlags)
 	f.StringVar(&opts.name, "name", "", "a name for the session (unique; usable wherever an id is)")
 	f.BoolVar(&opts.carry, "carry", false, "keep the directory and exported variables a script leaves for the next exec")
+	f.DurationVar(&opts.idle, "idle-timeout", 0, "close the session after this long without a command running in it (0: never)")
+	f.DurationVar(&opts.askTimeout, "ask-timeout", 0, "hold execs and connections an ask rule covers this long for an answer (cordon session asks/answer); 0 denies them at once")
 	f.BoolVar(&opts.reportAllowed, "report-allowed", false, "report allowed execs too (decisions, events)")
 	f.BoolVar(&opts.json, "json", false, "print the session as JSON")
 	return cmd

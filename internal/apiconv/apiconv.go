@@ -25,6 +25,7 @@ func SessionSpec(r api.SessionRequest) service.SessionSpec {
 	return service.SessionSpec{
 		Name: r.Name, Dir: r.Dir, RW: r.RW, RO: r.RO, Net: r.Net, Isolation: r.Isolation, Env: r.Env,
 		Policy: r.Policy, Carry: r.Carry, ReportAllowed: r.ReportAllowed,
+		IdleTimeout: msDuration(r.IdleTimeoutMs), AskTimeout: msDuration(r.AskTimeoutMs),
 	}
 }
 
@@ -33,6 +34,7 @@ func APISessionRequest(spec service.SessionSpec) api.SessionRequest {
 	return api.SessionRequest{
 		Name: spec.Name, Dir: spec.Dir, RW: spec.RW, RO: spec.RO, Net: spec.Net, Isolation: spec.Isolation, Env: spec.Env,
 		Policy: spec.Policy, Carry: spec.Carry, ReportAllowed: spec.ReportAllowed,
+		IdleTimeoutMs: durationMs(spec.IdleTimeout), AskTimeoutMs: durationMs(spec.AskTimeout),
 	}
 }
 
@@ -59,17 +61,30 @@ func APIDecision(d service.ExecDecision) api.ExecDecision {
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
 		Kind: d.Kind, Host: d.Host, Port: d.Port, Addr: d.Addr,
 		BytesUp: d.BytesUp, BytesDown: d.BytesDown, DurationMs: d.DurationMs,
+		AskID: d.AskID, AskDeadline: timePtr(d.AskDeadline),
 	}
 }
 
 // Decision converts d back.
 func Decision(d api.ExecDecision) service.ExecDecision {
-	return service.ExecDecision{
+	out := service.ExecDecision{
 		Time: d.Time, Decision: d.Decision, Asked: d.Asked, Rule: d.Rule, Argv: d.Argv,
 		Program: d.Program, Pid: d.Pid, Process: d.Process,
 		Kind: d.Kind, Host: d.Host, Port: d.Port, Addr: d.Addr,
 		BytesUp: d.BytesUp, BytesDown: d.BytesDown, DurationMs: d.DurationMs,
+		AskID: d.AskID,
 	}
+	if d.AskDeadline != nil {
+		out.AskDeadline = *d.AskDeadline
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // APIExit converts e.
@@ -99,7 +114,7 @@ func ExitInfo(e api.Exit) service.ExitInfo {
 // Errors wrap service.ErrInvalid.
 func ExecRequest(r api.ExecRequest) (service.ExecRequest, error) {
 	req := service.ExecRequest{
-		Session: r.SessionID, Argv: r.Argv, Script: r.Script, Dir: r.Cwd, Env: r.Env,
+		Session: r.SessionID, Argv: r.Argv, Script: r.Script, Shell: r.Shell, Dir: r.Cwd, Env: r.Env,
 		Timeout: msDuration(r.TimeoutMs), KillGrace: msDuration(r.KillGraceMs), MaxOutput: r.MaxOutput,
 	}
 	if r.Sandbox != nil {
@@ -132,7 +147,7 @@ func ExecRequest(r api.ExecRequest) (service.ExecRequest, error) {
 // APIExecRequest converts req for the wire, with bytes as base64.
 func APIExecRequest(req service.ExecRequest) api.ExecRequest {
 	r := api.ExecRequest{
-		Argv: req.Argv, Script: req.Script, SessionID: req.Session, Cwd: req.Dir, Env: req.Env,
+		Argv: req.Argv, Script: req.Script, Shell: req.Shell, SessionID: req.Session, Cwd: req.Dir, Env: req.Env,
 		TimeoutMs: durationMs(req.Timeout), KillGraceMs: durationMs(req.KillGrace), MaxOutput: req.MaxOutput,
 		Encoding: api.EncodingBase64,
 	}
