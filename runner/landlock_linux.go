@@ -194,6 +194,12 @@ func compactStrings(ss []string) []string {
 	return out
 }
 
+// landlockRootWarning is said on every landlock-tier run by root (named
+// explicitly: auto refuses it). Capabilities are dropped, but the files
+// of the system belong to uid 0, and chmod, utimes and user.* extended
+// attributes are not Landlock rights.
+const landlockRootWarning = "--isolation landlock as root: " + isolation.RootCannot + "; run cordon as a non-root user to close this"
+
 // resolveIsolation turns auto (or empty) into the tier that works here,
 // and returns the line to say when it stepped down from bwrap. Auto never
 // steps down to none: with neither bwrap nor Landlock it refuses.
@@ -205,6 +211,9 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 		if isolation.LandlockABI() < 1 {
 			return "", &SetupError{Err: errors.New("--isolation landlock: " + isolation.NewLandlockLevel(0).String()),
 				Hint: "use --isolation bwrap, or --isolation none (exec policy only, no filesystem protection)"}
+		}
+		if os.Geteuid() == 0 {
+			return landlockRootWarning, nil
 		}
 		return "", nil
 	case IsolationAuto, "":
