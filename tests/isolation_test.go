@@ -552,3 +552,62 @@ chown 65534 ` + victim + ` 2>/dev/null; echo chown=$?
 		assert.Contains(t, r.stderr, "Operation not permitted", tier)
 	}
 }
+
+// Finding 2: the landlock tier's refusals compared paths as written, so a
+// working directory or --rw reached through a symlink (cd /tmp/h, where
+// h -> $HOME) made the trust store and the deny_read defaults writable and
+// readable. Every path is compared by its real location now.
+func TestIsolationLandlockSymlinkedWorkdir(t *testing.T) {
+	requireLandlock(t)
+	home := scratchHome(t)
+	links := t.TempDir()
+	link := filepath.Join(links, "h")
+	require.NoError(t, os.Symlink(home, link))
+	store := filepath.Join(home, ".local/state/cordon")
+	require.NoError(t, os.MkdirAll(store, 0o755))
+
+	// The working directory is home, reached through the link ($PWD
+	// names the link, as a shell's cd does).
+	r := runCordon(t, runOpts{dir: link, env: append(homeEnv(home), "PWD="+link)},
+		"--isolation", "landlock", "--", "sh", "-c", "echo pwned > "+shq(filepath.Join(store, "trusted.json")))
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot keep "+store)
+	assert.NoFileExists(t, filepath.Join(store, "trusted.json"), "nothing ran")
+
+	// --rw through a link to the state directory.
+	work := filepath.Join(home, "proj")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	stateLink := filepath.Join(links, "state")
+	require.NoError(t, os.Symlink(filepath.Join(home, ".local/state"), stateLink))
+	r = runCordon(t, runOpts{dir: work, env: homeEnv(home)},
+		"--isolation", "landlock", "--rw", stateLink, "--", "sh", "-c", "echo pwned > "+shq(filepath.Join(store, "trusted.json")))
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot keep "+store)
+	assert.NoFileExists(t, filepath.Join(store, "trusted.json"), "nothing ran")
+
+	// The state directory elsewhere: the deny_read defaults under home
+	// (the writable working directory, through the link) are refused,
+	// not silently left readable.
+	env := append(homeEnv(home), "XDG_STATE_HOME="+filepath.Join(t.TempDir(), "state"), "PWD="+link)
+	r = runCordon(t, runOpts{dir: link, env: env}, "--isolation", "landlock", "--", "cat", filepath.Join(home, ".ssh/id_rsa"))
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot make "+home)
+	assert.NotContains(t, r.stdout, "SECRET")
+}
+
+// Finding 3: a deny_read under /tmp was dropped in the landlock tier
+// (the files plan assumed bubblewrap's private /tmp); the landlock tier
+// sees the host's /tmp, so the rule is enforced there.
+func TestIsolationLandlockDenyReadInTmp(t *testing.T) {
+	requireLandlock(t)
+	dir, err := os.MkdirTemp("/tmp", "cordon-ll-secret-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	secret := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(secret, []byte("SECRET\n"), 0o644))
+	r := runCordon(t, runOpts{}, "--isolation", "landlock", "--deny-read", secret, "--", "cat", secret)
+	assert.NotEqual(t, 0, r.code, r.stdout)
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.Contains(t, r.stderr, "Permission denied")
+}
