@@ -251,6 +251,14 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 		return "", &SetupError{Err: fmt.Errorf("making the run's cache directory: %w", err)}
 	}
 	box := sp.llBox
+	home := sp.home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if err := landlockAgentCheck(box.Unreadable, home); err != nil {
+		removeTmp(tmp)
+		return "", err
+	}
 	spec := &landlockSpec{Write: landlockWritable(box.Dir, box.RW, tmp)}
 	if err := landlockCarve(spec, box.Unreadable); err != nil {
 		removeTmp(tmp)

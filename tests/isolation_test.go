@@ -611,3 +611,72 @@ func TestIsolationLandlockDenyReadInTmp(t *testing.T) {
 	assert.NotContains(t, r.stdout, "SECRET")
 	assert.Contains(t, r.stderr, "Permission denied")
 }
+
+// startAgent runs a real ssh-agent on sock holding a fresh key, and
+// returns the key's fingerprint.
+func startAgent(t *testing.T, sock string) string {
+	t.Helper()
+	agent := requireTool(t, "ssh-agent")
+	keygen := requireTool(t, "ssh-keygen")
+	add := requireTool(t, "ssh-add")
+	cmd := exec.Command(agent, "-D", "-a", sock)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		require.Less(t, i, 500, "ssh-agent made no socket at %s", sock)
+		time.Sleep(10 * time.Millisecond)
+	}
+	key := filepath.Join(t.TempDir(), "id")
+	out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	add1 := exec.Command(add, key)
+	add1.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	out, err = add1.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	fp, err := exec.Command(keygen, "-l", "-f", key+".pub").Output()
+	require.NoError(t, err)
+	return strings.Fields(string(fp))[1]
+}
+
+// Finding 4: with the ssh keys unreadable (deny_read defaults), the
+// command still signed through the agent: Landlock (below ABI 9) does not
+// cover connecting to a named socket, and scrubbing SSH_AUTH_SOCK does not
+// hide ssh-agent's /tmp/ssh-*/agent.* socket. The landlock tier refuses
+// to run while such an agent is reachable.
+func TestIsolationLandlockRefusesReachableAgent(t *testing.T) {
+	requireLandlock(t)
+	home := scratchHome(t)
+	work := filepath.Join(home, "proj")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	sockDir := t.TempDir()
+	sock := filepath.Join(sockDir, "agent.sock")
+	fp := startAgent(t, sock)
+	list := "SSH_AUTH_SOCK=" + sock + " ssh-add -l"
+	r := runCordon(t, runOpts{dir: work, env: append(homeEnv(home), "SSH_AUTH_SOCK="+sock)},
+		"--isolation", "landlock", "--", "sh", "-c", list)
+	assert.Equal(t, 125, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "cannot keep the agent socket "+sock)
+	assert.NotContains(t, r.stdout, fp)
+
+	// SSH_AUTH_SOCK unset: ssh-agent's default place is found anyway.
+	tmpDir, err := os.MkdirTemp("/tmp", "ssh-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tmpDir) })
+	sock2 := filepath.Join(tmpDir, "agent.4242")
+	fp2 := startAgent(t, sock2)
+	r = runCordon(t, runOpts{dir: work, env: append(homeEnv(home), "SSH_AUTH_SOCK=")},
+		"--isolation", "landlock", "--", "sh", "-c", "SSH_AUTH_SOCK="+sock2+" ssh-add -l")
+	assert.Equal(t, 125, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "cannot keep the agent socket "+sock2)
+	assert.NotContains(t, r.stdout, fp2)
+
+	// Without the key rules there is nothing to keep: the run goes on
+	// (and the agent is usable, as outside).
+	r = runCordon(t, runOpts{dir: work, env: append(homeEnv(home), "SSH_AUTH_SOCK="+sock)},
+		"--isolation", "landlock", "--no-defaults", "--", "sh", "-c", list)
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, fp)
+}
