@@ -275,5 +275,6 @@ func (l LandlockLevel) String() string {
 const LandlockCannot = "Landlock only grants: it cannot make an existing path inside a writable directory read-only " +
 	"(.git/hooks, .git/config and policy files there stay writable; creating protected names is still refused; --ro inside --rw has no effect), " +
 	"nor make a path inside one unreadable (such a deny_read is refused); deny_read elsewhere is kept by granting everything beside it " +
-	"(names stay listable); nothing is hidden (the cordon daemon's directory is readable); no private ~/.cache or ~/.local/state (read-only; XDG_CACHE_HOME points into TMPDIR); " +
+	"(names below it stay listable, contents do not); chmod, utimes and user.* xattrs of your files outside the writable set are not restricted; " +
+	"a reachable ssh agent cannot be kept from the command (refused while keys are denied); nothing is hidden (the cordon daemon's directory is readable); no private ~/.cache or ~/.local/state (read-only; XDG_CACHE_HOME points into TMPDIR); " +
 	"no pid namespace (the command sees host processes) and no private /tmp (TMPDIR points to a private directory, /tmp itself is read-only)"
