@@ -541,6 +541,16 @@ chown 65534 ` + victim + ` 2>/dev/null; echo chown=$?
 	_, err = os.Lstat(filepath.Join(h.work, "blk"))
 	assert.True(t, os.IsNotExist(err), "no block device was made")
 
+	// A session's sandbox (its init spawns commands through shims) the
+	// same way.
+	r = runCordon(t, runOpts{dir: t.TempDir()}, "exec", "--no-daemon", "--isolation", "landlock", "--", "sh", "-c",
+		"grep -E '^Cap(Prm|Eff|Bnd):' /proc/self/status; mknod ./blk b 7 0 2>/dev/null; echo mknod_blk=$?")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, k := range []string{"CapPrm", "CapEff", "CapBnd"} {
+		assert.Contains(t, r.stdout, k+":\t0000000000000000\n", "session %s: %s", k, r.stdout)
+	}
+	assert.Contains(t, r.stdout, "mknod_blk=1\n")
+
 	// The seccomp filter refuses device nodes in every tier, even where
 	// the sandbox still has CAP_MKNOD (--isolation none, run by root).
 	for _, tier := range []string{"none", "bwrap"} {
