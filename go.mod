@@ -12,6 +12,7 @@ require (
 	go.starlark.net v0.0.0-20251109183026-be02852a5e1f
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.40.0
+	kernel.org/pub/linux/libs/security/libcap/cap v1.2.77
 	mvdan.cc/sh/v3 v3.12.0
 )
 

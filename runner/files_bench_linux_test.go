@@ -20,7 +20,7 @@ func BenchmarkPlanFiles(b *testing.B) {
 	fp := policy.FilePolicy{DenyRead: r, DenyWrite: w}
 	home, _ := os.UserHomeDir()
 	for i := 0; i < b.N; i++ {
-		fl, err := planFiles(fp, bwrap.Spec{Dir: dir}, home)
+		fl, err := planFiles(fp, bwrap.Spec{Dir: dir}, home, true)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -111,7 +111,7 @@ type anchored struct {
 // refuses binds that conflict with them, creates a missing .git/hooks in
 // writable repositories (git would create it anyway) so it can be protected,
 // and lists per-user state to cover with a private tmpfs.
-func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, error) {
+func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp bool) (*fileLayout, error) {
 	fl := &fileLayout{}
 	for _, list := range []struct {
 		in  []string
@@ -190,10 +190,12 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string) (*fileLayout, 
 		return nil, err
 	}
 	binds := append(append(append([]string(nil), roots...), box.RO...), fl.ro...)
-	// The sandbox's /tmp is its own, empty: what lies under the host's
-	// /tmp is out of its sight unless a bind shows it.
+	// In the bwrap tier the sandbox's /tmp is its own, empty: what lies
+	// under the host's /tmp is out of its sight unless a bind shows it.
+	// The landlock tier sees the host's /tmp (privateTmp false), so a
+	// deny_read there must be enforced like any other.
 	hidden := func(p string) bool {
-		if !under(p, "/tmp") {
+		if !privateTmp || !under(p, "/tmp") {
 			return false
 		}
 		for _, b := range binds {

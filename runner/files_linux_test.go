@@ -31,7 +31,7 @@ func TestPlanFilesGitDirBind(t *testing.T) {
 	mkfile(t, filepath.Join(repo, ".git/config"))
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git/objects/ab"), 0o755))
 	work := t.TempDir()
-	fl, err := planFiles(builtinFiles(), bwrap.Spec{Dir: work, RW: []string{filepath.Join(repo, ".git")}}, t.TempDir())
+	fl, err := planFiles(builtinFiles(), bwrap.Spec{Dir: work, RW: []string{filepath.Join(repo, ".git")}}, t.TempDir(), true)
 	require.NoError(t, err)
 	defer fl.cleanup()
 	assert.ElementsMatch(t, []string{filepath.Join(repo, ".git/config"), filepath.Join(repo, ".git/hooks")}, fl.protect)
@@ -54,7 +54,7 @@ func TestPlanFilesMatches(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(home, "real-secret"), filepath.Join(work, ".env.link")))
 	fp := builtinFiles()
 	fp.DenyRead = append(fp.DenyRead, policy.FileRule{Pattern: ".env*", Source: "--deny-read"})
-	fl, err := planFiles(fp, bwrap.Spec{Dir: work}, home)
+	fl, err := planFiles(fp, bwrap.Spec{Dir: work}, home, true)
 	require.NoError(t, err)
 	defer fl.cleanup()
 	var hidden []string
@@ -69,15 +69,15 @@ func TestPlanFilesMatches(t *testing.T) {
 	assert.Equal(t, os.FileMode(0), fi.Mode().Perm())
 
 	// A bind a rule covers is a conflict; a rule inside a bind is not.
-	_, err = planFiles(fp, bwrap.Spec{Dir: work, RO: []string{filepath.Join(home, ".ssh/id_rsa")}}, home)
+	_, err = planFiles(fp, bwrap.Spec{Dir: work, RO: []string{filepath.Join(home, ".ssh/id_rsa")}}, home, true)
 	var se *SetupError
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Contains(t, err.Error(), `deny_read "~/.ssh/id_*" (builtin) covers `+filepath.Join(home, ".ssh/id_rsa"))
-	fl2, err := planFiles(fp, bwrap.Spec{Dir: work, RW: []string{filepath.Join(home, ".ssh")}}, home)
+	fl2, err := planFiles(fp, bwrap.Spec{Dir: work, RW: []string{filepath.Join(home, ".ssh")}}, home, true)
 	require.NoError(t, err)
 	fl2.cleanup()
 	fp.DenyWrite = append(fp.DenyWrite, policy.FileRule{Pattern: filepath.Join(home, ".ssh"), Source: "--deny-write"})
-	_, err = planFiles(fp, bwrap.Spec{Dir: work, RW: []string{filepath.Join(home, ".ssh")}}, home)
+	_, err = planFiles(fp, bwrap.Spec{Dir: work, RW: []string{filepath.Join(home, ".ssh")}}, home, true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `deny_write "`+filepath.Join(home, ".ssh")+`" (--deny-write) covers`)
 }
@@ -90,7 +90,7 @@ func TestPlanFilesSymlinkedDirectory(t *testing.T) {
 	defer os.RemoveAll(home)
 	mkfile(t, filepath.Join(home, "dotfiles/ssh/id_ed25519"))
 	require.NoError(t, os.Symlink(filepath.Join(home, "dotfiles/ssh"), filepath.Join(home, ".ssh")))
-	fl, err := planFiles(builtinFiles(), bwrap.Spec{}, home)
+	fl, err := planFiles(builtinFiles(), bwrap.Spec{}, home, true)
 	require.NoError(t, err)
 	defer fl.cleanup()
 	require.Len(t, fl.unreadable, 1)
@@ -100,7 +100,7 @@ func TestPlanFilesSymlinkedDirectory(t *testing.T) {
 // TestPlanFilesUnknownHome: a ~ rule with no home is an error, never a
 // rule silently dropped.
 func TestPlanFilesUnknownHome(t *testing.T) {
-	_, err := planFiles(builtinFiles(), bwrap.Spec{Dir: t.TempDir()}, "")
+	_, err := planFiles(builtinFiles(), bwrap.Spec{Dir: t.TempDir()}, "", true)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the home directory is unknown")
 }

@@ -149,6 +149,12 @@ func InitMain() int {
 // returns the init's exit code on failure, 0 on success.
 func installFilter(conn *frameConn, cfg configMsg) int {
 	if cfg.Landlock != nil {
+		// No user namespace in this tier: whatever capabilities the
+		// init has (all of them, run by root) would reach the command.
+		if err := dropCapabilities(); err != nil {
+			_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+			return 125
+		}
 		// Before the filter: the ruleset is the init's own, so the
 		// command and everything it starts inherit it, and no exec
 		// happens between the two.

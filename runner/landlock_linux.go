@@ -194,6 +194,12 @@ func compactStrings(ss []string) []string {
 	return out
 }
 
+// landlockRootWarning is said on every landlock-tier run by root (named
+// explicitly: auto refuses it). Capabilities are dropped, but the files
+// of the system belong to uid 0, and chmod, utimes and user.* extended
+// attributes are not Landlock rights.
+const landlockRootWarning = "--isolation landlock as root: " + isolation.RootCannot + "; run cordon as a non-root user to close this"
+
 // resolveIsolation turns auto (or empty) into the tier that works here,
 // and returns the line to say when it stepped down from bwrap. Auto never
 // steps down to none: with neither bwrap nor Landlock it refuses.
@@ -205,6 +211,9 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 		if isolation.LandlockABI() < 1 {
 			return "", &SetupError{Err: errors.New("--isolation landlock: " + isolation.NewLandlockLevel(0).String()),
 				Hint: "use --isolation bwrap, or --isolation none (exec policy only, no filesystem protection)"}
+		}
+		if os.Geteuid() == 0 {
+			return landlockRootWarning, nil
 		}
 		return "", nil
 	case IsolationAuto, "":
@@ -230,7 +239,7 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 // one-shot command's environment. It returns the directory.
 func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) {
 	level := isolation.NewLandlockLevel(isolation.LandlockABI())
-	if err := landlockKeepsOwnState(sp.box); err != nil {
+	if err := landlockKeepsOwnState(sp.llBox); err != nil {
 		return "", err
 	}
 	tmp, err := os.MkdirTemp("", "cordon-tmp-")
@@ -242,6 +251,14 @@ func (sp *startSpec) landlock(cfg *configMsg, log *slog.Logger) (string, error) 
 		return "", &SetupError{Err: fmt.Errorf("making the run's cache directory: %w", err)}
 	}
 	box := sp.llBox
+	home := sp.home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if err := landlockAgentCheck(box.Unreadable, home); err != nil {
+		removeTmp(tmp)
+		return "", err
+	}
 	spec := &landlockSpec{Write: landlockWritable(box.Dir, box.RW, tmp)}
 	if err := landlockCarve(spec, box.Unreadable); err != nil {
 		removeTmp(tmp)
@@ -311,9 +328,9 @@ func landlockKeepsOwnState(box bwrap.Spec) error {
 		writable = append(writable, box.Dir)
 	}
 	for _, o := range own {
-		o = filepath.Clean(o)
+		o = canonicalPath(o)
 		for _, w := range writable {
-			w = filepath.Clean(w)
+			w = canonicalPath(w)
 			if o == w || strings.HasPrefix(o, strings.TrimSuffix(w, "/")+"/") {
 				return &SetupError{Err: fmt.Errorf("the landlock tier cannot keep %s read-only inside the writable %s (cordon's trust store or daemon state: a command could choose the next run's policy)", o, w),
 					Hint: "run from a directory below it (a project, not your home directory), or make bubblewrap work here (cordon doctor says how)"}
@@ -397,4 +414,44 @@ func landlockCarve(spec *landlockSpec, unreadable []bwrap.Unreadable) error {
 		return nil
 	}
 	return walk("/")
+}
+
+// canonicalPath is p with every symlink resolved, so that two names of one
+// place compare equal. A path that does not exist (yet) keeps its missing
+// tail below its deepest existing, resolved parent.
+func canonicalPath(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, rest := p, ""
+	for dir != "/" && dir != "." {
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = filepath.Dir(dir)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+	}
+	return p
+}
+
+// canonicalBox resolves the paths of the landlock tier's layout that are
+// compared to one another: the working directory, the writable binds
+// (--rw, git's) and what must stay out of reach (daemon directories).
+func canonicalBox(box bwrap.Spec) bwrap.Spec {
+	if box.Dir != "" {
+		box.Dir = canonicalPath(box.Dir)
+	}
+	canon := func(ps []string) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = canonicalPath(p)
+		}
+		return out
+	}
+	box.RW = canon(box.RW)
+	box.Hide = canon(box.Hide)
+	box.HideFiles = canon(box.HideFiles)
+	box.Protect = canon(box.Protect)
+	return box
 }

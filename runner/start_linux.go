@@ -468,8 +468,16 @@ func (sp *startSpec) argv() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sp.isolation == IsolationLandlock {
+		// Landlock decides by where a file really is, and every check
+		// of this tier compares paths (the trust store or a daemon's
+		// directory inside the writable set, deny_read inside it): a
+		// working directory or --rw reached through a symlink (cd
+		// /tmp/h, h -> $HOME) must compare as its real path.
+		box = canonicalBox(box)
+	}
 	if sp.policy != nil {
-		fl, err := planFiles(sp.policy.FilePolicy(), box, home)
+		fl, err := planFiles(sp.policy.FilePolicy(), box, home, sp.isolation == IsolationBwrap)
 		if err != nil {
 			return nil, err
 		}

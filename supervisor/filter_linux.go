@@ -142,6 +142,31 @@ func buildFilter(notify, creates, connects bool) ([]byte, error) {
 			return nil, fmt.Errorf("adding rule for %s: %w", rule.name, err)
 		}
 	}
+	// Device nodes: a block or character device made in a writable
+	// directory opens the disk or device behind it, below any file
+	// permission or Landlock rule on the files it holds (debugfs -w on a
+	// filesystem outside the writable set). Capabilities are dropped in
+	// the bwrap and landlock tiers, so the kernel refuses it too; this
+	// refuses it in every tier, whatever the sandbox's capabilities.
+	// FIFOs, sockets and regular files stay allowed.
+	for _, m := range []struct {
+		name string
+		arg  uint
+	}{{"mknod", 1}, {"mknodat", 2}} {
+		sc, err := seccomp.GetSyscallFromName(m.name)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", m.name, err)
+		}
+		for _, kind := range []uint64{unix.S_IFBLK, unix.S_IFCHR} {
+			cond, err := seccomp.MakeCondition(m.arg, seccomp.CompareMaskedEqual, unix.S_IFMT, kind)
+			if err != nil {
+				return nil, fmt.Errorf("building %s condition: %w", m.name, err)
+			}
+			if err := f.AddRuleConditional(sc, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
+				return nil, fmt.Errorf("adding %s rule: %w", m.name, err)
+			}
+		}
+	}
 	// Memory peers: a process sharing the caller's memory without being
 	// one of its threads could rewrite its exec arguments unseen. clone
 	// with CLONE_VM but without CLONE_THREAD is allowed only as a plain

@@ -172,6 +172,23 @@ func TestIsolationAutoInContainerSeccomp(t *testing.T) {
 	requireLandlock(t)
 	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
 	h := newTierHost(t)
+	if os.Getuid() == 0 {
+		// Run by root, auto refuses the landlock tier (Landlock cannot
+		// stop root changing the mode of the host's files); naming it
+		// runs it with a warning. TestIsolationAutoInContainerSeccompUnprivileged
+		// covers the step-down.
+		r := runCordonVia(t, runOpts{dir: h.work}, nsdeny, cordonBin, "--", "sh", "-c", "echo ran > f")
+		assert.Equal(t, 125, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "run by root the landlock tier cannot protect the host's files")
+		assert.Contains(t, r.stderr, "docker run --user")
+		assert.NoFileExists(t, filepath.Join(h.work, "f"), "nothing ran")
+		r = runCordonVia(t, runOpts{dir: h.work}, nsdeny, cordonBin, "--isolation", "landlock", "--deny", "git push", "--", "sh", "-c", h.script())
+		assert.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "cordon: warning: --isolation landlock as root: run by root the landlock tier cannot protect")
+		assert.Empty(t, stepDownLines(r.stderr), r.stderr)
+		h.check(t, r)
+		return
+	}
 	r := runCordonVia(t, runOpts{dir: h.work}, nsdeny, cordonBin, "--deny", "git push", "--", "sh", "-c", h.script())
 	assert.Equal(t, 0, r.code, r.stderr)
 	lines := stepDownLines(r.stderr)
@@ -237,9 +254,26 @@ func TestIsolationAutoWithoutBwrap(t *testing.T) {
 	// interpreter itself.
 	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	require.NoError(t, err)
-	require.NoError(t, os.Symlink(strings.TrimSpace(string(py)), filepath.Join(bins, "python3")))
-	r := runCordonVia(t, runOpts{dir: h.work, env: []string{"PATH=" + bins}},
-		cordonBin, "--isolation", "auto", "--deny", "git push", "--", "sh", "-c", h.script())
+	pyPath := strings.TrimSpace(string(py))
+	if os.Getuid() == 0 {
+		// nobody runs it below: root's own interpreter (pyenv under
+		// /root) is out of its reach.
+		pyPath = requireTool(t, "/usr/bin/python3")
+	}
+	require.NoError(t, os.Symlink(pyPath, filepath.Join(bins, "python3")))
+	argv := []string{cordonBin}
+	env := []string{"PATH=" + bins}
+	if os.Getuid() == 0 {
+		// Run by root, auto refuses the landlock tier
+		// (TestIsolationAutoInContainerSeccomp): step down as nobody.
+		setpriv := requireTool(t, "setpriv")
+		bin := filepath.Join(bins, "cordon")
+		copyFile(t, cordonBin, bin, 0o755)
+		argv = []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin}
+		env = append(env, "HOME="+h.work)
+	}
+	r := runCordonVia(t, runOpts{dir: h.work, env: env},
+		append(argv, "--isolation", "auto", "--deny", "git push", "--", "sh", "-c", h.script())...)
 	assert.Equal(t, 0, r.code, r.stderr)
 	lines := stepDownLines(r.stderr)
 	require.Len(t, lines, 1, r.stderr)
@@ -286,7 +320,13 @@ func TestIsolationLandlockRefusesNetworkLimits(t *testing.T) {
 	work := t.TempDir()
 	r := runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--allow-net", "example.com", "--", "sh", "-c", "echo ran > f")
 	assert.Equal(t, 125, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "needs the bwrap tier")
+	if os.Getuid() == 0 {
+		// auto refuses the landlock tier to root before it looks at
+		// the network (TestIsolationAutoInContainerSeccomp).
+		assert.Contains(t, r.stderr, "run by root the landlock tier cannot protect")
+	} else {
+		assert.Contains(t, r.stderr, "needs the bwrap tier")
+	}
 	_, err := os.Stat(filepath.Join(work, "f"))
 	assert.True(t, os.IsNotExist(err), "nothing ran")
 }
@@ -320,15 +360,32 @@ func TestIsolationLandlockSession(t *testing.T) {
 // seccomp profile, with the fix, and cordon still counts as runnable.
 func TestIsolationDoctorShowsTier(t *testing.T) {
 	requireLandlock(t)
-	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
-	r := runCordonVia(t, runOpts{}, nsdeny, cordonBin, "doctor")
-	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
-	var row string
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(l, "isolation ") {
-			row = l
+	isoRow := func(stdout string) string {
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, "isolation ") {
+				return l
+			}
 		}
+		return ""
 	}
+	h := newTierHost(t)
+	nsdeny := buildC(t, h.parent, "nsdeny.c", "nsdeny")
+	argv := []string{nsdeny, cordonBin, "doctor"}
+	if os.Getuid() == 0 {
+		// Run by root, auto refuses the landlock tier, and doctor
+		// says so; as nobody it steps down.
+		r := runCordonVia(t, runOpts{}, nsdeny, cordonBin, "doctor")
+		assert.Equal(t, 1, r.code, r.stdout+r.stderr)
+		row := isoRow(r.stdout)
+		assert.Contains(t, row, "FAIL")
+		assert.Contains(t, row, "run by root the landlock tier cannot protect the host's files")
+		bin := filepath.Join(h.parent, "cordon")
+		copyFile(t, cordonBin, bin, 0o755)
+		argv = []string{requireTool(t, "setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", nsdeny, bin, "doctor"}
+	}
+	r := runCordonVia(t, runOpts{dir: h.work, env: []string{"HOME=" + h.work}}, argv...)
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	row := isoRow(r.stdout)
 	assert.Contains(t, row, "warn")
 	assert.Contains(t, row, "runs get the landlock tier: bubblewrap cannot run here")
 	assert.Contains(t, r.stdout, "Landlock ABI")
@@ -439,4 +496,197 @@ func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
 	assert.Error(t, err, "the run fails when its init dies")
 	assertNoProcess(t, "time.sleep(313)")
 	requireNoOwnLeftovers(t)
+}
+
+// Red team round on the landlock tier (issue 15 follow-up), finding 1:
+// run by root, the landlock tier has no user namespace, so the command
+// kept root's full capability set: mknod a block device and write a
+// filesystem below Landlock, add an address to the host's loopback, chown
+// a root-owned file outside the writable set. Every capability is dropped
+// now (the bounding set too), and device nodes are refused by the seccomp
+// filter in every tier.
+func TestIsolationLandlockRootHasNoCapabilities(t *testing.T) {
+	requireLandlock(t)
+	if os.Getuid() != 0 {
+		testcap.SkipOrFail(t, "needs root: the finding is about what root keeps")
+	}
+	ip := requireTool(t, "ip")
+	h := newTierHost(t)
+	victim := filepath.Join(h.out, "existing")
+	const addr = "10.123.45.67/32"
+	t.Cleanup(func() { _ = exec.Command(ip, "addr", "del", addr, "dev", "lo").Run() })
+	script := `grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status
+mknod ./blk b 7 0 2>/dev/null; echo mknod_blk=$?
+mknod ./chr c 1 3 2>/dev/null; echo mknod_chr=$?
+mkfifo ./fifo; echo mkfifo=$?
+` + ip + ` addr add ` + addr + ` dev lo 2>/dev/null; echo ip=$?
+chown 65534 ` + victim + ` 2>/dev/null; echo chown=$?
+`
+	r := runCordon(t, runOpts{dir: h.work}, "--isolation", "landlock", "--", "sh", "-c", script)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		assert.Contains(t, r.stdout, k+":\t0000000000000000\n", "%s: %s", k, r.stdout)
+	}
+	assert.Contains(t, r.stdout, "mknod_blk=1\n")
+	assert.Contains(t, r.stdout, "mknod_chr=1\n")
+	assert.Contains(t, r.stdout, "mkfifo=0\n", "a FIFO is not a device")
+	assert.Contains(t, r.stdout, "ip=2\n")
+	assert.Contains(t, r.stdout, "chown=1\n")
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Stat(victim, &st))
+	assert.Equal(t, uint32(0), st.Uid, "the file outside kept its owner")
+	out, err := exec.Command(ip, "addr", "show", "dev", "lo").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NotContains(t, string(out), "10.123.45.67")
+	_, err = os.Lstat(filepath.Join(h.work, "blk"))
+	assert.True(t, os.IsNotExist(err), "no block device was made")
+
+	// A session's sandbox (its init spawns commands through shims) the
+	// same way.
+	r = runCordon(t, runOpts{dir: t.TempDir()}, "exec", "--no-daemon", "--isolation", "landlock", "--", "sh", "-c",
+		"grep -E '^Cap(Prm|Eff|Bnd):' /proc/self/status; mknod ./blk b 7 0 2>/dev/null; echo mknod_blk=$?")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, k := range []string{"CapPrm", "CapEff", "CapBnd"} {
+		assert.Contains(t, r.stdout, k+":\t0000000000000000\n", "session %s: %s", k, r.stdout)
+	}
+	assert.Contains(t, r.stdout, "mknod_blk=1\n")
+
+	// The seccomp filter refuses device nodes in every tier, even where
+	// the sandbox still has CAP_MKNOD (--isolation none, run by root).
+	for _, tier := range []string{"none", "bwrap"} {
+		r = runCordon(t, runOpts{dir: t.TempDir()}, "--isolation", tier, "--", "sh", "-c",
+			"mknod ./blk b 7 0; echo blk=$?; mknod ./chr c 1 3; echo chr=$?")
+		require.Equal(t, 0, r.code, "%s: %s", tier, r.stderr)
+		assert.Contains(t, r.stdout, "blk=1\n", tier)
+		assert.Contains(t, r.stdout, "chr=1\n", tier)
+		assert.Contains(t, r.stderr, "Operation not permitted", tier)
+	}
+}
+
+// Finding 2: the landlock tier's refusals compared paths as written, so a
+// working directory or --rw reached through a symlink (cd /tmp/h, where
+// h -> $HOME) made the trust store and the deny_read defaults writable and
+// readable. Every path is compared by its real location now.
+func TestIsolationLandlockSymlinkedWorkdir(t *testing.T) {
+	requireLandlock(t)
+	home := scratchHome(t)
+	links := t.TempDir()
+	link := filepath.Join(links, "h")
+	require.NoError(t, os.Symlink(home, link))
+	store := filepath.Join(home, ".local/state/cordon")
+	require.NoError(t, os.MkdirAll(store, 0o755))
+
+	// The working directory is home, reached through the link ($PWD
+	// names the link, as a shell's cd does).
+	r := runCordon(t, runOpts{dir: link, env: append(homeEnv(home), "PWD="+link)},
+		"--isolation", "landlock", "--", "sh", "-c", "echo pwned > "+shq(filepath.Join(store, "trusted.json")))
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot keep "+store)
+	assert.NoFileExists(t, filepath.Join(store, "trusted.json"), "nothing ran")
+
+	// --rw through a link to the state directory.
+	work := filepath.Join(home, "proj")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	stateLink := filepath.Join(links, "state")
+	require.NoError(t, os.Symlink(filepath.Join(home, ".local/state"), stateLink))
+	r = runCordon(t, runOpts{dir: work, env: homeEnv(home)},
+		"--isolation", "landlock", "--rw", stateLink, "--", "sh", "-c", "echo pwned > "+shq(filepath.Join(store, "trusted.json")))
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot keep "+store)
+	assert.NoFileExists(t, filepath.Join(store, "trusted.json"), "nothing ran")
+
+	// The state directory elsewhere: the deny_read defaults under home
+	// (the writable working directory, through the link) are refused,
+	// not silently left readable.
+	env := append(homeEnv(home), "XDG_STATE_HOME="+filepath.Join(t.TempDir(), "state"), "PWD="+link)
+	r = runCordon(t, runOpts{dir: link, env: env}, "--isolation", "landlock", "--", "cat", filepath.Join(home, ".ssh/id_rsa"))
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the landlock tier cannot make "+home)
+	assert.NotContains(t, r.stdout, "SECRET")
+}
+
+// Finding 3: a deny_read under /tmp was dropped in the landlock tier
+// (the files plan assumed bubblewrap's private /tmp); the landlock tier
+// sees the host's /tmp, so the rule is enforced there.
+func TestIsolationLandlockDenyReadInTmp(t *testing.T) {
+	requireLandlock(t)
+	dir, err := os.MkdirTemp("/tmp", "cordon-ll-secret-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	secret := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(secret, []byte("SECRET\n"), 0o644))
+	r := runCordon(t, runOpts{}, "--isolation", "landlock", "--deny-read", secret, "--", "cat", secret)
+	assert.NotEqual(t, 0, r.code, r.stdout)
+	assert.NotContains(t, r.stdout, "SECRET")
+	assert.Contains(t, r.stderr, "Permission denied")
+}
+
+// startAgent runs a real ssh-agent on sock holding a fresh key, and
+// returns the key's fingerprint.
+func startAgent(t *testing.T, sock string) string {
+	t.Helper()
+	agent := requireTool(t, "ssh-agent")
+	keygen := requireTool(t, "ssh-keygen")
+	add := requireTool(t, "ssh-add")
+	cmd := exec.Command(agent, "-D", "-a", sock)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		require.Less(t, i, 500, "ssh-agent made no socket at %s", sock)
+		time.Sleep(10 * time.Millisecond)
+	}
+	key := filepath.Join(t.TempDir(), "id")
+	out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	add1 := exec.Command(add, key)
+	add1.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	out, err = add1.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	fp, err := exec.Command(keygen, "-l", "-f", key+".pub").Output()
+	require.NoError(t, err)
+	return strings.Fields(string(fp))[1]
+}
+
+// Finding 4: with the ssh keys unreadable (deny_read defaults), the
+// command still signed through the agent: Landlock (below ABI 9) does not
+// cover connecting to a named socket, and scrubbing SSH_AUTH_SOCK does not
+// hide ssh-agent's /tmp/ssh-*/agent.* socket. The landlock tier refuses
+// to run while such an agent is reachable.
+func TestIsolationLandlockRefusesReachableAgent(t *testing.T) {
+	requireLandlock(t)
+	home := scratchHome(t)
+	work := filepath.Join(home, "proj")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	sockDir := t.TempDir()
+	sock := filepath.Join(sockDir, "agent.sock")
+	fp := startAgent(t, sock)
+	list := "SSH_AUTH_SOCK=" + sock + " ssh-add -l"
+	r := runCordon(t, runOpts{dir: work, env: append(homeEnv(home), "SSH_AUTH_SOCK="+sock)},
+		"--isolation", "landlock", "--", "sh", "-c", list)
+	assert.Equal(t, 125, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "cannot keep the agent socket "+sock)
+	assert.NotContains(t, r.stdout, fp)
+
+	// SSH_AUTH_SOCK unset: ssh-agent's default place is found anyway.
+	tmpDir, err := os.MkdirTemp("/tmp", "ssh-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tmpDir) })
+	sock2 := filepath.Join(tmpDir, "agent.4242")
+	fp2 := startAgent(t, sock2)
+	r = runCordon(t, runOpts{dir: work, env: append(homeEnv(home), "SSH_AUTH_SOCK=")},
+		"--isolation", "landlock", "--", "sh", "-c", "SSH_AUTH_SOCK="+sock2+" ssh-add -l")
+	assert.Equal(t, 125, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stderr, "cannot keep the agent socket "+sock2)
+	assert.NotContains(t, r.stdout, fp2)
+
+	// Without the key rules there is nothing to keep: the run goes on
+	// (and the agent is usable, as outside).
+	r = runCordon(t, runOpts{dir: work, env: append(homeEnv(home), "SSH_AUTH_SOCK="+sock)},
+		"--isolation", "landlock", "--no-defaults", "--", "sh", "-c", list)
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, fp)
 }

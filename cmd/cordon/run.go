@@ -117,7 +117,9 @@ no bwrap installed) it runs the landlock tier and says so in one line with
 the fix for this host: no namespaces; a Landlock ruleset keeps writes to the
 current directory, --rw paths and a private $TMPDIR (EACCES elsewhere), but
 cannot make paths inside them read-only or hide anything, and --net none is
-refused. With neither it refuses (exit 125). Naming a tier silences the
+refused. Run by root it refuses that tier (root owns the system's files, whose
+mode Landlock cannot protect: run cordon as a normal user), as it does with
+neither tier (exit 125). Naming a tier silences the
 line; "cordon doctor" shows the tier runs get here.`,
 		Example: `  cordon run --deny "git push" -- bash
   cordon run --allow-net registry.npmjs.org --allow-net '*.github.com' -- npm ci

@@ -28,7 +28,7 @@ type sandboxFlags struct {
 // create.
 const isolationUsage = "how the command is confined: auto (bwrap when bubblewrap works here, else landlock, saying so once), " +
 	"bwrap (namespaces: the full sandbox), landlock (no namespaces: writes only in the working directory, --rw paths " +
-	"and a private TMPDIR; Linux 5.13+), or none (exec policy only, no sandbox: prints a warning)"
+	"and a private TMPDIR; Linux 5.13+; auto does not pick it for root), or none (exec policy only, no sandbox: prints a warning)"
 
 func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 	addRuleFlags(fs, &o.ruleFlags)

@@ -34,6 +34,9 @@ type Choice struct {
 	Fix string
 	// LandlockABI is the kernel's Landlock ABI (0: unavailable).
 	LandlockABI int
+	// Root says Landlock works but auto refuses it because cordon runs
+	// as root (see Choose).
+	Root bool
 }
 
 // Note is the one line a run prints when auto steps down to Landlock.
@@ -44,12 +47,19 @@ func (c Choice) Note() string {
 
 // Refusal is the error auto gives when neither tier works.
 func (c Choice) Refusal() string {
+	if c.Root {
+		return fmt.Sprintf("bubblewrap cannot run here (%s), and %s", c.Why, RootCannot)
+	}
 	return fmt.Sprintf("no isolation tier works on this host: bubblewrap cannot run (%s) and Landlock is unavailable "+
 		"(kernel older than 5.13, or landlock missing from the lsm= boot parameter)", c.Why)
 }
 
 // RefusalFix says what to do when auto refuses.
 func (c Choice) RefusalFix() string {
+	if c.Root {
+		return "run cordon as a non-root user (docker run --user 1000:1000, USER in a Dockerfile), where the landlock tier holds; " +
+			"or make bubblewrap work: " + c.Fix + "; or name --isolation landlock to accept this"
+	}
 	return c.Fix + "; or run with --isolation none (exec policy only, no filesystem protection)"
 }
 
@@ -77,11 +87,24 @@ func Choose(ctx context.Context) Choice {
 		return c
 	}
 	c.Why, c.Fix = diagnose(err, hostFacts())
-	if c.LandlockABI > 0 {
+	switch {
+	case c.LandlockABI > 0 && os.Geteuid() == 0:
+		// Capabilities are dropped in the landlock tier, but root still
+		// owns the system's files, and changing their mode, times or
+		// user.* attributes is not a Landlock right: a command could
+		// chmod 0666 /etc/shadow. Auto does not pick a tier that leaves
+		// the host's files open; naming it accepts that (runner warns).
+		c.Root = true
+	case c.LandlockABI > 0:
 		c.Tier = Landlock
 	}
 	return c
 }
+
+// RootCannot is what the landlock tier cannot keep from a command run by
+// root (said by auto's refusal, cordon doctor and each such run).
+const RootCannot = "run by root the landlock tier cannot protect the host's files: capabilities are dropped, but root owns " +
+	"them and Landlock does not stop chmod, utimes or user.* setxattr outside the writable set (chmod 0666 /etc/shadow)"
 
 // errNoBwrap: bubblewrap is not on PATH.
 var errNoBwrap = errors.New("bwrap is not on PATH")
@@ -252,5 +275,6 @@ func (l LandlockLevel) String() string {
 const LandlockCannot = "Landlock only grants: it cannot make an existing path inside a writable directory read-only " +
 	"(.git/hooks, .git/config and policy files there stay writable; creating protected names is still refused; --ro inside --rw has no effect), " +
 	"nor make a path inside one unreadable (such a deny_read is refused); deny_read elsewhere is kept by granting everything beside it " +
-	"(names stay listable); nothing is hidden (the cordon daemon's directory is readable); no private ~/.cache or ~/.local/state (read-only; XDG_CACHE_HOME points into TMPDIR); " +
+	"(names below it stay listable, contents do not); chmod, utimes and user.* xattrs of your files outside the writable set are not restricted; " +
+	"a reachable ssh agent cannot be kept from the command (refused while keys are denied); nothing is hidden (the cordon daemon's directory is readable); no private ~/.cache or ~/.local/state (read-only; XDG_CACHE_HOME points into TMPDIR); " +
 	"no pid namespace (the command sees host processes) and no private /tmp (TMPDIR points to a private directory, /tmp itself is read-only)"
