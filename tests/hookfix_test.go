@@ -185,3 +185,107 @@ func TestHookSessionPerSettings(t *testing.T) {
 	moved := hook(filepath.Join(dir, "sub"), "pwd")
 	assert.Equal(t, hookSession(t, first.command), hookSession(t, moved.command), "the agent's cwd moving keeps its session")
 }
+
+// TestInitDecoyAndWeakenedEntries: a settings file written before init
+// (a cloned repository's) with a cordon line under another matcher, or
+// cordon's entry made async or short-timed, or hooks turned off.
+func TestInitDecoyAndWeakenedEntries(t *testing.T) {
+	read := func(t *testing.T, path string) map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m), string(b))
+		return m
+	}
+	// cordonEntries returns, per matcher, the cordon hook objects under it.
+	cordonEntries := func(doc map[string]any, event string, grouped bool) map[string][]map[string]any {
+		out := map[string][]map[string]any{}
+		hooks, _ := doc["hooks"].(map[string]any)
+		entries, _ := hooks[event].([]any)
+		for _, e := range entries {
+			o := e.(map[string]any)
+			m, _ := o["matcher"].(string)
+			objs := []any{o}
+			if grouped {
+				objs, _ = o["hooks"].([]any)
+			}
+			for _, h := range objs {
+				ho := h.(map[string]any)
+				if c, _ := ho["command"].(string); strings.Contains(c, "cordon hook") {
+					out[m] = append(out[m], ho)
+				}
+			}
+		}
+		return out
+	}
+	cases := map[string]struct {
+		path, event, matcher string
+		grouped              bool
+		doc                  string
+	}{
+		"claude": {".claude/settings.json", "PreToolUse", "Bash", true,
+			`{"hooks":{"PreToolUse":[{"matcher":"NotebookRead","hooks":[{"type":"command","command":"cordon hook claude"}]},
+			  {"matcher":"Bash","hooks":[{"type":"command","command":"/opt/x/cordon hook claude","async":true,"timeout":1}]}]}}`},
+		"codex": {".codex/hooks.json", "PreToolUse", "Bash", true,
+			`{"hooks":{"PreToolUse":[{"matcher":"Bash|apply_patch","hooks":[{"type":"command","command":"cordon hook codex"},{"type":"command","command":"lint"}]}]}}`},
+		"gemini": {".gemini/settings.json", "BeforeTool", "run_shell_command", true,
+			`{"hooks":{"BeforeTool":[{"matcher":"read_file","hooks":[{"type":"command","command":"cordon hook gemini"}]}]}}`},
+		"cursor": {".cursor/hooks.json", "preToolUse", "Shell", false,
+			`{"version":1,"hooks":{"preToolUse":[{"command":"cordon hook cursor","matcher":"Read"},{"command":"cordon hook cursor","matcher":"Shell","timeout":1}]}}`},
+	}
+	for agent, tc := range cases {
+		t.Run(agent, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.path)
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(tc.doc), 0o644))
+			o := runOpts{dir: dir, env: []string{"HOME=" + t.TempDir()}}
+			r := runCordon(t, o, "init", agent)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Contains(t, r.stdout, "wrote cordon's hook", "a decoy is not an installed hook")
+			got := cordonEntries(read(t, path), tc.event, tc.grouped)
+			require.Len(t, got, 1, "cordon lines only under the shell tool's matcher: %v", got)
+			require.Len(t, got[tc.matcher], 1, "%v", got)
+			h := got[tc.matcher][0]
+			assert.Equal(t, agent, strings.Fields(h["command"].(string))[2])
+			assert.Contains(t, h["command"], cordonBin[:strings.LastIndex(cordonBin, "/")], "the line names this binary")
+			assert.NotContains(t, h, "async")
+			assert.NotContains(t, h, "timeout")
+			if agent == "cursor" {
+				assert.Equal(t, true, h["failClosed"], "Cursor blocks when the hook fails")
+			}
+			r = runCordon(t, o, "init", agent)
+			assert.Contains(t, r.stdout, "unchanged", "a second run changes nothing")
+			if agent == "codex" {
+				// The other hook of the decoy's group stays.
+				assert.Contains(t, string(must(os.ReadFile(path))), `"lint"`)
+			}
+		})
+	}
+
+	t.Run("disableAllHooks", func(t *testing.T) {
+		dir := t.TempDir()
+		home := t.TempDir()
+		o := runOpts{dir: dir, env: []string{"HOME=" + home}}
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, ".claude"), 0o755))
+		local := filepath.Join(dir, ".claude", "settings.local.json")
+		for _, f := range []string{filepath.Join(dir, ".claude", "settings.json"), local} {
+			require.NoError(t, os.WriteFile(f, []byte(`{"disableAllHooks": true}`), 0o644))
+			r := runCordon(t, o, "init", "claude")
+			assert.NotEqual(t, 0, r.code, f)
+			assert.Contains(t, r.stderr, f, "the error names the file that turns hooks off")
+			assert.Contains(t, r.stderr, "disableAllHooks")
+			require.NoError(t, os.Remove(f))
+		}
+		r := runCordon(t, o, "init", "claude")
+		assert.Equal(t, 0, r.code, r.stderr)
+	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
