@@ -33,7 +33,7 @@ func slowCommand() string {
 func TestHookTooComplexIsDenied(t *testing.T) {
 	h := newHookEnv(t)
 	cmds := map[string]string{
-		"nested $(":       slowCommand(),
+		"nested $(":        slowCommand(),
 		"250 KB of parens": strings.Repeat("(", 125<<10) + strings.Repeat(")", 125<<10),
 		"deep braces":      strings.Repeat("{ ", 100) + "ls;" + strings.Repeat(" }", 100),
 	}

@@ -41,7 +41,7 @@ into the agent's settings). It reads the agent's hook payload (JSON) on stdin
 and writes the answer on stdout in that agent's format:
 
   Claude Code  PreToolUse on Bash: hookSpecificOutput.permissionDecision
-  Codex        PreToolUse on Bash (hooks.json): the same shape
+  Codex        PreToolUse on Bash (hooks.json): the same shape, but no ask
   Gemini CLI   BeforeTool on run_shell_command: decision, reason, tool_input
   Cursor       preToolUse on Shell: permission, updated_input
 
@@ -49,28 +49,36 @@ The command is parsed as bash (a real shell parser) and every simple command
 whose words are written out is decided against the policy "cordon run" would
 use in the payload's cwd (a discovered cordon.yaml must be trusted). A denied
 one is answered deny, with the rule and its message as the reason the agent
-reads; an ask rule becomes the agent's own ask (Gemini has none: deny).
+reads; an ask rule becomes the agent's own ask (Gemini and Codex have none:
+deny, with a reason that says how to allow it).
 
 Otherwise the command is rewritten to run in a cordon session named after the
-agent's session id, in carry mode (cd and export persist from one call to the
-next), through the daemon (started when needed):
+agent's session id and a digest of the hook's settings (policy, flags), in
+carry mode (cd and export persist from one call to the next), through the
+daemon (started when needed):
 
-  /path/to/cordon exec --session agent-ID --shell bash -c 'ORIGINAL'
+  /path/to/cordon exec --session agent-ID-DIGEST --shell bash -c 'ORIGINAL'
 
 What a static reading cannot see (variables, $(...), eval, scripts) is still
 decided, exec by exec, by the session's supervisor when it runs.
 
-Anything the hook cannot read or do (malformed JSON, a missing field, a
-command over 256 KiB, an untrusted policy, the daemon failing) is answered
-deny, also as exit code 2 with the reason on stderr. A tool known to run no
-shell command gets no opinion; an unknown tool name is denied, since the hook
-cannot tell whether it runs commands (match only the shell tool).
+The whole hook answers within --timeout (30s): the agents run the original
+command when a hook times out, so cordon answers deny first. A command too
+complex to check (brackets nested over 64 deep, over 200,000 syntax nodes)
+is denied. Anything the hook cannot read or do (malformed JSON, a missing
+field, a command over 256 KiB, an untrusted policy, the daemon failing, the
+deadline) is answered deny, also as exit code 2 with the reason on stderr.
+Cursor's beforeShellExecution event cannot rewrite a command: it is always
+denied (hook preToolUse instead). A tool known to run no shell command gets
+no opinion; an unknown tool name is denied, since the hook cannot tell
+whether it runs commands (match only the shell tool).
 
 Sessions made by the hook end after --idle without a command, or with
-"cordon session rm agent-ID".`,
+"cordon session rm agent-ID-DIGEST" (cordon session ls lists them).`,
 		Example: `  echo '{"session_id":"s1","cwd":"'$PWD'","tool_name":"Bash","tool_input":{"command":"git push"}}' | cordon hook claude
   cordon init claude            # writes "cordon hook claude" into .claude/settings.json
-  cordon hook gemini --idle 2h  # sessions end after two idle hours`,
+  cordon hook gemini --idle 2h  # sessions end after two idle hours
+  cordon hook claude --timeout 20s --deny 'npm publish'`,
 		Args:          cobra.ExactArgs(1),
 		SilenceErrors: true,
 		SilenceUsage:  true,

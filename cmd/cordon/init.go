@@ -42,6 +42,13 @@ FILE.cordon-backup (never overwritten afterwards). --dry-run prints the change a
 cordon's hook out again (and nothing else); without an agent, from each of the four files that
 exists.
 
+Only a cordon line under exactly the shell tool's matcher counts as installed:
+one under another matcher (a decoy in a cloned repository's settings) is
+removed, and cordon's own entry loses "async" and "timeout" (the agent's
+default timeout, longer than the hook's own deadline, applies); Cursor's gets
+"failClosed": true. init refuses settings where "disableAllHooks": true
+(Claude Code: the file, .claude/settings.local.json, your user settings).
+
 The hook line names this cordon binary by its absolute path. Codex runs
 hooks only with [features] codex_hooks = true in its config.toml, which init
 does not edit: it says so.`,
