@@ -289,3 +289,20 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestHookBadLineBlocks: a hook line cordon cannot use (an unknown agent,
+// a deadline that is not one) blocks with exit 2, never the exit 125 the
+// agents read as a non-blocking error (they would run the command).
+func TestHookBadLineBlocks(t *testing.T) {
+	h := newHookEnv(t)
+	r := h.hook("claud", hookPayload(t, "claude", "bad-line", h.dir, "ls"))
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied: unknown agent")
+	for _, agent := range hookAgents {
+		r := h.hook(agent, hookPayload(t, agent, "bad-line", h.dir, "ls"), "--timeout", "0s")
+		assert.Equal(t, 2, r.code, r.stderr)
+		a := readHookAnswer(t, agent, r.stdout)
+		assert.Equal(t, "deny", a.verdict, agent)
+		assert.Contains(t, a.reason, "--timeout", agent)
+	}
+}

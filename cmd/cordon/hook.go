@@ -86,7 +86,20 @@ Sessions made by the hook end after --idle without a command, or with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := agent.ParseKind(args[0])
 			if err != nil {
-				return failed(err)
+				// Not an agent cordon knows, so no format to answer
+				// in: exit 2 with the reason on stderr, which every
+				// one of them reads as "blocked" (125 would be a
+				// non-blocking error: the command would run).
+				_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "cordon: denied: %v\n", err)
+				return &exitError{code: 2}
+			}
+			if opts.timeout <= 0 {
+				ans := agent.Answer{Verdict: agent.Deny, Failed: true, Reason: fmt.Sprintf(
+					"the hook line's --timeout %s is not a positive deadline: fix it in the agent's settings (e.g. --timeout 30s, well under the agent's hook timeout)", opts.timeout)}
+				e := ans.Encode(k, agent.Call{})
+				_, _ = cmd.OutOrStdout().Write(e.Stdout)
+				_, _ = io.WriteString(cmd.ErrOrStderr(), e.Stderr)
+				return &exitError{code: e.Code}
 			}
 			// One deadline for the whole hook, reading the payload
 			// included: an agent that times a hook out runs the
