@@ -21,6 +21,9 @@ const (
 	Cursor Kind = "cursor"
 )
 
+// agentNames are the agents' names for messages.
+var agentNames = map[Kind]string{Claude: "Claude Code", Codex: "Codex", Gemini: "Gemini CLI", Cursor: "Cursor"}
+
 // Kinds are the agents cordon knows, in the order help lists them.
 var Kinds = []Kind{Claude, Codex, Gemini, Cursor}
 
@@ -249,6 +252,11 @@ type Encoded struct {
 //
 //   - Claude Code and Codex: hookSpecificOutput with permissionDecision
 //     (allow, ask, deny), permissionDecisionReason and updatedInput.
+//     Codex (codex-rs/hooks output_parser.rs) takes only allow with
+//     updatedInput, deny with a non-empty reason, or no decision: any
+//     other shape is an invalid answer after which it runs the command
+//     unchanged. So Ask is a deny for Codex, as for Gemini, and every
+//     allow carries updatedInput.
 //   - Gemini CLI: decision (allow, deny), reason, and
 //     hookSpecificOutput.tool_input, which Gemini merges into the tool's
 //     arguments. Gemini's hooks cannot ask: Ask is a deny whose reason
@@ -263,9 +271,18 @@ func (a Answer) Encode(k Kind, c Call) Encoded {
 	var out any
 	verdict := a.Verdict
 	reason := a.Reason
-	if verdict == Ask && k == Gemini {
+	if verdict == Ask && (k == Gemini || k == Codex) {
+		// Gemini's hooks have no ask. Codex reads permissionDecision
+		// "ask" (and updatedInput without "allow") as an invalid answer
+		// and then runs the command as it was, outside cordon: deny.
 		verdict = Deny
-		reason = "cordon's policy asks for a person's approval, which Gemini CLI's hooks cannot request: " + reason + "; run the command yourself, or change the policy"
+		reason = fmt.Sprintf("cordon's policy asks for a person's approval, which %s's hooks cannot request: %s; "+
+			"run the command yourself, or allow it in the policy (an allow rule in cordon.yaml, or --allow on the hook line)", agentNames[k], reason)
+	}
+	if verdict == Deny && strings.TrimSpace(reason) == "" {
+		// Codex reads a deny without a reason as invalid, and runs the
+		// command.
+		reason = "denied by cordon"
 	}
 	var input map[string]any
 	if verdict == Allow || verdict == Ask {

@@ -115,3 +115,22 @@ func TestInstallRemoveKeepOrder(t *testing.T) {
 	_, _, err = Install(Claude, []byte(`{"hooks": []}`), "c")
 	assert.ErrorContains(t, err, "not an object")
 }
+
+// TestCodexNeverGetsAsk: Codex reads "ask", and updatedInput without
+// "allow", as an invalid answer and runs the original command.
+func TestCodexNeverGetsAsk(t *testing.T) {
+	c, err := Parse(Codex, strings.NewReader(`{"session_id":"s","cwd":"/p","tool_name":"Bash","tool_input":{"command":"npm publish"}}`))
+	require.NoError(t, err)
+	for _, a := range []Answer{
+		{Verdict: Ask, Command: "X", Reason: `ask "npm publish"`},
+		{Verdict: Deny},
+	} {
+		var out struct {
+			HSO map[string]any `json:"hookSpecificOutput"`
+		}
+		require.NoError(t, json.Unmarshal(a.Encode(Codex, c).Stdout, &out))
+		assert.Equal(t, "deny", out.HSO["permissionDecision"])
+		assert.NotContains(t, out.HSO, "updatedInput")
+		assert.NotEmpty(t, strings.TrimSpace(out.HSO["permissionDecisionReason"].(string)), "Codex needs a reason with a deny")
+	}
+}

@@ -75,22 +75,49 @@ func isCordonHook(command string, k Kind) bool {
 // cordon's hook for agent k running command, and whether anything changed.
 // Other settings and hooks are kept, in their order; a cordon hook line
 // already there is updated in place, so running it twice changes nothing.
+//
+// Only a cordon line in an entry whose matcher is exactly the shell
+// tool's counts as installed: one under another matcher (a decoy in a
+// cloned repository's settings, or a leftover) hooks some other tool and
+// leaves the shell unhooked, so it is removed. Cordon's own hook object
+// loses "async" and "timeout" (an async hook's answer comes too late to
+// block; a short timeout would have the agent run the original command
+// before cordon answers, so the agent's default, longer than cordon's
+// --timeout, applies), and for Cursor gets "failClosed": true (a hook
+// that crashes or times out then blocks the command).
 func Install(k Kind, doc []byte, command string) ([]byte, bool, error) {
 	return edit(k, doc, func(l hookLayout, entries []any) []any {
 		found := false
+		var out []any
 		for _, e := range entries {
-			found = setCordon(l, k, e, command) || found
+			o, ok := e.(*object)
+			if !ok {
+				out = append(out, e)
+				continue
+			}
+			if m, _ := o.get("matcher").(string); m == l.matcher {
+				found = setCordon(l, k, o, command) || found
+				out = append(out, e)
+				continue
+			}
+			if keep := dropCordon(l, k, o); keep {
+				out = append(out, e)
+			}
 		}
 		if found {
-			return entries
+			return out
 		}
 		if l.grouped {
-			return append(entries, newObject(
+			return append(out, newObject(
 				"matcher", l.matcher,
 				"hooks", []any{newObject("type", "command", "command", command)},
 			))
 		}
-		return append(entries, newObject("command", command, "matcher", l.matcher))
+		h := newObject("command", command, "matcher", l.matcher)
+		if k == Cursor {
+			h.set("failClosed", true)
+		}
+		return append(out, h)
 	})
 }
 
@@ -101,51 +128,58 @@ func Remove(k Kind, doc []byte) ([]byte, bool, error) {
 		var out []any
 		for _, e := range entries {
 			o, ok := e.(*object)
-			if !ok {
+			if !ok || dropCordon(l, k, o) {
 				out = append(out, e)
-				continue
 			}
-			if !l.grouped {
-				if c, _ := o.get("command").(string); isCordonHook(c, k) {
-					continue
-				}
-				out = append(out, e)
-				continue
-			}
-			hooks, ok := o.get("hooks").([]any)
-			if !ok {
-				out = append(out, e)
-				continue
-			}
-			kept := []any{}
-			for _, h := range hooks {
-				if ho, ok := h.(*object); ok {
-					if c, _ := ho.get("command").(string); isCordonHook(c, k) {
-						continue
-					}
-				}
-				kept = append(kept, h)
-			}
-			if len(kept) == 0 && len(hooks) > 0 {
-				continue
-			}
-			o.set("hooks", kept)
-			out = append(out, e)
 		}
 		return out
 	})
 }
 
-// setCordon points the cordon hook lines in entry e at command, and
-// reports whether there was one.
-func setCordon(l hookLayout, k Kind, e any, command string) bool {
-	o, ok := e.(*object)
+// dropCordon takes the cordon hook lines out of entry o, and reports
+// whether o stays: false when o was a cordon line itself (Cursor's flat
+// entries) or a matcher group left empty.
+func dropCordon(l hookLayout, k Kind, o *object) bool {
+	if !l.grouped {
+		c, _ := o.get("command").(string)
+		return !isCordonHook(c, k)
+	}
+	hooks, ok := o.get("hooks").([]any)
 	if !ok {
+		return true
+	}
+	kept := []any{}
+	for _, h := range hooks {
+		if ho, ok := h.(*object); ok {
+			if c, _ := ho.get("command").(string); isCordonHook(c, k) {
+				continue
+			}
+		}
+		kept = append(kept, h)
+	}
+	if len(kept) == 0 && len(hooks) > 0 {
 		return false
+	}
+	if len(kept) != len(hooks) {
+		o.set("hooks", kept)
+	}
+	return true
+}
+
+// setCordon points the cordon hook lines in entry o at command, with
+// the settings cordon's hook needs, and reports whether there was one.
+func setCordon(l hookLayout, k Kind, o *object, command string) bool {
+	fix := func(h *object) {
+		h.set("command", command)
+		h.del("async")
+		h.del("timeout")
+		if k == Cursor {
+			h.set("failClosed", true)
+		}
 	}
 	if !l.grouped {
 		if c, _ := o.get("command").(string); isCordonHook(c, k) {
-			o.set("command", command)
+			fix(o)
 			return true
 		}
 		return false
@@ -155,12 +189,27 @@ func setCordon(l hookLayout, k Kind, e any, command string) bool {
 	for _, h := range hooks {
 		if ho, ok := h.(*object); ok {
 			if c, _ := ho.get("command").(string); isCordonHook(c, k) {
-				ho.set("command", command)
+				fix(ho)
 				found = true
 			}
 		}
 	}
 	return found
+}
+
+// HooksDisabled reports whether a settings file of agent k turns every
+// hook off (Claude Code's "disableAllHooks": true), cordon's included.
+// A file that does not parse is not judged here: Install says so.
+func HooksDisabled(k Kind, doc []byte) bool {
+	if k != Claude || len(bytes.TrimSpace(doc)) == 0 {
+		return false
+	}
+	var m map[string]any
+	if json.Unmarshal(doc, &m) != nil {
+		return false
+	}
+	v, _ := m["disableAllHooks"].(bool)
+	return v
 }
 
 // edit applies change to the list of hooks for k's event in doc.

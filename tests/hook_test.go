@@ -152,7 +152,7 @@ func TestHookDeniesStaticallyAndRewrites(t *testing.T) {
 			a, r := h.ask(agent, "s-"+agent, "ls")
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Equal(t, "allow", a.verdict, r.stdout)
-			assert.Contains(t, a.command, " exec --session agent-s-"+agent+" --shell bash -c ls")
+			assert.Regexp(t, ` exec --session agent-s-`+agent+`-[0-9a-f]{8} --shell bash -c ls$`, a.command)
 			out := h.runRewritten(a.command)
 			assert.Equal(t, 0, out.code, out.stderr)
 			assert.Contains(t, out.stdout, "README", "ls ran in the project directory")
@@ -193,11 +193,13 @@ func TestHookSessionCarriesAndDecidesAtExec(t *testing.T) {
 			assert.Equal(t, h.dir+"\n", r.stdout, r.stderr)
 		})
 	}
+	a, _ := h.ask("claude", "carry-claude", "true")
+	name := hookSession(t, a.command)
 	ls := h.d.cordon("session", "ls")
-	assert.Contains(t, ls.stdout, "agent-carry-claude")
-	rm := h.d.cordon("session", "rm", "agent-carry-claude")
+	assert.Contains(t, ls.stdout, name)
+	rm := h.d.cordon("session", "rm", name)
 	require.Equal(t, 0, rm.code, rm.stderr)
-	assert.NotContains(t, h.d.cordon("session", "ls").stdout, "agent-carry-claude ")
+	assert.NotContains(t, h.d.cordon("session", "ls").stdout, name)
 }
 
 func TestHookAskRule(t *testing.T) {
@@ -205,9 +207,14 @@ func TestHookAskRule(t *testing.T) {
 	for _, agent := range hookAgents {
 		a, r := h.ask(agent, "ask-"+agent, "npm publish")
 		require.Equal(t, 0, r.code, r.stderr)
-		if agent == "gemini" {
-			assert.Equal(t, "deny", a.verdict, "Gemini's hooks cannot ask: deny")
-			assert.Contains(t, a.reason, "cannot request")
+		if agent == "gemini" || agent == "codex" {
+			// Gemini's hooks cannot ask; Codex reads an ask as an
+			// invalid answer and runs the original command.
+			assert.Equal(t, "deny", a.verdict, "%s's hooks cannot ask: deny", agent)
+			assert.Contains(t, a.reason, "cannot request", agent)
+			assert.Contains(t, a.reason, `ask "npm publish"`, agent)
+			assert.Contains(t, a.reason, "allow rule", "%s: the reason says how to allow it", agent)
+			assert.Empty(t, a.command, agent)
 			continue
 		}
 		assert.Equal(t, "ask", a.verdict, agent)
@@ -289,7 +296,7 @@ func TestHookSessionEndsWhenIdle(t *testing.T) {
 	}
 	ls := h.d.cordon("session", "ls").stdout
 	assert.NotContains(t, ls, "agent-idle2", "the idle session was closed")
-	assert.Contains(t, ls, "agent-idle ", "the session with the default idle timeout is still there")
+	assert.Contains(t, ls, "agent-idle-", "the session with the default idle timeout is still there")
 }
 
 // TestHookRewriteKeepsTheCommandExact: whatever the command holds (quotes

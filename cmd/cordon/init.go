@@ -42,6 +42,13 @@ FILE.cordon-backup (never overwritten afterwards). --dry-run prints the change a
 cordon's hook out again (and nothing else); without an agent, from each of the four files that
 exists.
 
+Only a cordon line under exactly the shell tool's matcher counts as installed:
+one under another matcher (a decoy in a cloned repository's settings) is
+removed, and cordon's own entry loses "async" and "timeout" (the agent's
+default timeout, longer than the hook's own deadline, applies); Cursor's gets
+"failClosed": true. init refuses settings where "disableAllHooks": true
+(Claude Code: the file, .claude/settings.local.json, your user settings).
+
 The hook line names this cordon binary by its absolute path. Codex runs
 hooks only with [features] codex_hooks = true in its config.toml, which init
 does not edit: it says so.`,
@@ -117,6 +124,9 @@ func (o *initOptions) run(out io.Writer, name string) error {
 		if exe, xerr = filepath.EvalSymlinks(exe); xerr != nil {
 			return failed(fmt.Errorf("finding cordon's own binary: %w", xerr))
 		}
+		if err := hooksNotDisabled(k, scope, home, dir, path, old); err != nil {
+			return failed(err)
+		}
 		next, changed, err = agent.Install(k, old, agent.HookCommand(exe, k))
 	}
 	if err != nil {
@@ -158,6 +168,36 @@ func (o *initOptions) run(out io.Writer, name string) error {
 	fmt.Fprintf(out, "wrote cordon's hook into %s\n", path)
 	if k == agent.Codex {
 		fmt.Fprintln(out, "note: Codex runs hooks only with this in its config.toml (~/.codex/config.toml):\n  [features]\n  codex_hooks = true")
+	}
+	return nil
+}
+
+// hooksNotDisabled refuses to install into settings that turn every
+// hook off: the file init writes, and for Claude Code the files that
+// override it (.claude/settings.local.json, and the user's settings for a
+// project install). The hook would be written and never run.
+func hooksNotDisabled(k agent.Kind, scope agent.Scope, home, dir, path string, doc []byte) error {
+	check := map[string][]byte{path: doc}
+	if k == agent.Claude {
+		others := []string{filepath.Join(dir, ".claude", "settings.local.json")}
+		if scope == agent.Project && home != "" {
+			others = append(others, agent.SettingsPath(k, agent.User, home, dir))
+		}
+		for _, p := range others {
+			if p == path {
+				continue
+			}
+			b, err := os.ReadFile(p)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("reading %s (it can turn hooks off): %w", p, err)
+			}
+			check[p] = b
+		}
+	}
+	for p, b := range check {
+		if agent.HooksDisabled(k, b) {
+			return fmt.Errorf(`%s has "disableAllHooks": true, so the agent would run no hook, cordon's included: remove that setting, then run cordon init again`, p)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package shellcmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,6 +11,51 @@ import (
 
 // MaxDepth bounds how deep Nested follows sh -c inside sh -c.
 const MaxDepth = 4
+
+// Bounds on what Commands reads. The parser's cost grows with the square
+// of the nesting ($( inside $( ... 30,000 deep takes minutes and
+// gigabytes), and a caller that must answer in time (an agent's hook)
+// cannot wait for that: a script past a bound is refused, not read.
+const (
+	// MaxNesting bounds the depth of open brackets (parentheses,
+	// braces, brackets and backquotes), counted on the raw text before
+	// parsing, quotes ignored: an over-count only refuses sooner.
+	MaxNesting = 64
+	// MaxNodes bounds the syntax tree's size.
+	MaxNodes = 200_000
+	// maxDynamic bounds how much of a dynamic command Command.Dynamic
+	// keeps: it is for messages.
+	maxDynamic = 200
+)
+
+// ErrTooComplex marks a script past MaxNesting or MaxNodes.
+var ErrTooComplex = errors.New("too complex to check")
+
+// nesting returns the deepest bracket nesting in script.
+func nesting(script string) int {
+	depth, most := 0, 0
+	tick := false
+	for i := 0; i < len(script); i++ {
+		switch script[i] {
+		case '(', '{', '[':
+			depth++
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		case '`':
+			// Backquotes nest only when escaped; count each as a level
+			// while open.
+			if tick = !tick; tick {
+				depth++
+			} else if depth > 0 {
+				depth--
+			}
+		}
+		most = max(most, depth)
+	}
+	return most
+}
 
 // shells are the programs whose -c argument is parsed as a script.
 var shells = map[string]syntax.LangVariant{
@@ -94,14 +140,24 @@ type Command struct {
 // Commands lists the simple commands of script in the order they appear,
 // including those in pipelines, lists, subshells, command substitutions and
 // function bodies.
+//
+// A script nested deeper than MaxNesting, or whose tree has more than
+// MaxNodes nodes, is an error wrapping ErrTooComplex.
 func Commands(script string, lang syntax.LangVariant) ([]Command, error) {
+	if d := nesting(script); d > MaxNesting {
+		return nil, fmt.Errorf("%w: brackets nested %d deep, over cordon's limit of %d", ErrTooComplex, d, MaxNesting)
+	}
 	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		return nil, err
 	}
 	var out []Command
 	printer := syntax.NewPrinter()
+	nodes := 0
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if nodes++; nodes > MaxNodes {
+			return false
+		}
 		call, ok := n.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
@@ -129,7 +185,11 @@ func Commands(script string, lang syntax.LangVariant) ([]Command, error) {
 				}
 				_ = printer.Print(&b, w)
 			}
-			out = append(out, Command{Dynamic: b.String()})
+			d := b.String()
+			if len(d) > maxDynamic {
+				d = strings.ToValidUTF8(d[:maxDynamic], "") + "..."
+			}
+			out = append(out, Command{Dynamic: d})
 			return true
 		}
 		// exec and command run the rest as a program.
@@ -139,6 +199,9 @@ func Commands(script string, lang syntax.LangVariant) ([]Command, error) {
 		out = append(out, Command{Argv: argv, Builtin: builtins[argv[0]] || argv[0] == "eval"})
 		return true
 	})
+	if nodes > MaxNodes {
+		return nil, fmt.Errorf("%w: over %d syntax nodes", ErrTooComplex, MaxNodes)
+	}
 	return out, nil
 }
 
@@ -194,6 +257,10 @@ func Nested(argv []string) []Inner {
 			return
 		}
 		cmds, err := Commands(script, lang)
+		if errors.Is(err, ErrTooComplex) {
+			out = append(out, Inner{Depth: depth, Err: err})
+			return
+		}
 		if err != nil {
 			out = append(out, Inner{Depth: depth, Err: fmt.Errorf("the script does not parse: %w", err)})
 			return

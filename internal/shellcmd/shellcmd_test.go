@@ -1,9 +1,11 @@
 package shellcmd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 func TestShellScript(t *testing.T) {
@@ -24,5 +26,30 @@ func TestShellScript(t *testing.T) {
 		s, _, ok := Script(tc.argv)
 		assert.Equal(t, tc.ok, ok, "%q", tc.argv)
 		assert.Equal(t, tc.script, s, "%q", tc.argv)
+	}
+}
+
+func TestCommandsRefusesWhatIsTooComplex(t *testing.T) {
+	deep := strings.Repeat("$(", MaxNesting+1) + "ls" + strings.Repeat(")", MaxNesting+1)
+	_, err := Commands(deep, syntax.LangBash)
+	assert.ErrorIs(t, err, ErrTooComplex)
+	_, err = Commands(strings.Repeat("a;", MaxNodes), syntax.LangBash)
+	assert.ErrorIs(t, err, ErrTooComplex)
+
+	// Nested shells pass the refusal on, not as "does not parse".
+	in := Nested([]string{"bash", "-c", "ls; " + deep})
+	if assert.Len(t, in, 1) {
+		assert.ErrorIs(t, in[0].Err, ErrTooComplex)
+	}
+
+	ok := strings.Repeat("$(", MaxNesting/2) + "ls" + strings.Repeat(")", MaxNesting/2)
+	cmds, err := Commands(ok, syntax.LangBash)
+	assert.NoError(t, err)
+	assert.NotEmpty(t, cmds)
+
+	// A dynamic command's text is cut for messages.
+	cmds, err = Commands("$x "+strings.Repeat("a", 10*maxDynamic), syntax.LangBash)
+	if assert.NoError(t, err) && assert.Len(t, cmds, 1) {
+		assert.LessOrEqual(t, len(cmds[0].Dynamic), maxDynamic+3)
 	}
 }
