@@ -98,6 +98,7 @@ prefix_rule(pattern = ["git", "push"], decision = "forbidden")
 		{"codex forbidden", []string{"--policy", "codex.rules"}, []string{"git", "push"}, 1, `deny "git push"`},
 
 		{"nested shell", []string{"--deny", "git push"}, []string{"bash", "-c", "ls && git push; $X"}, 1, `deny: git push (rule: deny "git push")`},
+		{"nested shell, backslashes removed", []string{"--deny", "git push"}, []string{"bash", "-c", `\git pu\sh`}, 1, `deny: git push (rule: deny "git push")`},
 		{"nested shell dynamic", nil, []string{"sh", "-c", "ls; $X run"}, 0, `at exec time: "$X run"`},
 	})
 }

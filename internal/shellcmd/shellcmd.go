@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -144,24 +143,9 @@ type Command struct {
 // A script nested deeper than MaxNesting, or whose tree has more than
 // MaxNodes nodes, is an error wrapping ErrTooComplex.
 func Commands(script string, lang syntax.LangVariant) ([]Command, error) {
-	if d := nesting(script); d > MaxNesting {
-		return nil, fmt.Errorf("%w: brackets nested %d deep, over cordon's limit of %d", ErrTooComplex, d, MaxNesting)
-	}
-	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
-	if err != nil {
-		return nil, err
-	}
 	var out []Command
 	printer := syntax.NewPrinter()
-	nodes := 0
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if nodes++; nodes > MaxNodes {
-			return false
-		}
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) == 0 {
-			return true
-		}
+	err := walkCalls(script, lang, func(call *syntax.CallExpr) {
 		var argv []string
 		static := true
 		for _, w := range call.Args {
@@ -175,7 +159,7 @@ func Commands(script string, lang syntax.LangVariant) ([]Command, error) {
 		if !static && len(argv) > 0 && builtins[argv[0]] {
 			// echo "$x": a builtin whatever its arguments.
 			out = append(out, Command{Argv: argv, Builtin: true})
-			return true
+			return
 		}
 		if !static {
 			var b strings.Builder
@@ -190,25 +174,75 @@ func Commands(script string, lang syntax.LangVariant) ([]Command, error) {
 				d = strings.ToValidUTF8(d[:maxDynamic], "") + "..."
 			}
 			out = append(out, Command{Dynamic: d})
-			return true
+			return
 		}
 		// exec and command run the rest as a program.
 		for len(argv) > 1 && (argv[0] == "exec" || argv[0] == "command") && !strings.HasPrefix(argv[1], "-") {
 			argv = argv[1:]
 		}
 		out = append(out, Command{Argv: argv, Builtin: builtins[argv[0]] || argv[0] == "eval"})
+	})
+	return out, err
+}
+
+// Word is one word of a simple command as Calls reads it: its value when
+// the script gives it before it runs, or Dynamic when the shell computes
+// it (an expansion, a glob, a brace, a leading ~).
+type Word struct {
+	Value   string
+	Dynamic bool
+}
+
+// Calls lists the words of every simple command of script, in order, each
+// word static or dynamic (see Word): for callers that match rules against
+// commands word by word (package policy's ssh remote commands). The same
+// bounds as Commands apply.
+func Calls(script string, lang syntax.LangVariant) ([][]Word, error) {
+	var out [][]Word
+	err := walkCalls(script, lang, func(call *syntax.CallExpr) {
+		ws := make([]Word, len(call.Args))
+		for i, w := range call.Args {
+			s, ok := staticWord(w)
+			ws[i] = Word{Value: s, Dynamic: !ok}
+		}
+		out = append(out, ws)
+	})
+	return out, err
+}
+
+// walkCalls parses script within the bounds (MaxNesting, MaxNodes) and
+// calls fn for each simple command with words, in order: the one parse
+// both Commands and Calls read.
+func walkCalls(script string, lang syntax.LangVariant, fn func(*syntax.CallExpr)) error {
+	if d := nesting(script); d > MaxNesting {
+		return fmt.Errorf("%w: brackets nested %d deep, over cordon's limit of %d", ErrTooComplex, d, MaxNesting)
+	}
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		return err
+	}
+	nodes := 0
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if nodes++; nodes > MaxNodes {
+			return false
+		}
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			fn(call)
+		}
 		return true
 	})
 	if nodes > MaxNodes {
-		return nil, fmt.Errorf("%w: over %d syntax nodes", ErrTooComplex, MaxNodes)
+		return fmt.Errorf("%w: over %d syntax nodes", ErrTooComplex, MaxNodes)
 	}
-	return out, nil
+	return nil
 }
 
 // staticWord returns the value of w when it has one before the script
 // runs: literal text and quotes, no expansion of any kind (parameters,
-// command substitution, arithmetic, globs, braces, a leading ~).
+// command substitution, arithmetic, globs, braces, a leading ~), with the
+// backslashes the shell removes removed (\rm is rm).
 func staticWord(w *syntax.Word) (string, bool) {
+	var b strings.Builder
 	for i, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
@@ -216,22 +250,49 @@ func staticWord(w *syntax.Word) (string, bool) {
 				(strings.Contains(p.Value, "{") && (strings.Contains(p.Value, ",") || strings.Contains(p.Value, ".."))) {
 				return "", false
 			}
+			b.WriteString(unescape(p.Value, false))
 		case *syntax.SglQuoted:
 			if p.Dollar {
 				return "", false
 			}
+			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
-				if _, ok := q.(*syntax.Lit); !ok {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
 					return "", false
 				}
+				b.WriteString(unescape(l.Value, true))
 			}
 		default:
 			return "", false
 		}
 	}
-	s, err := expand.Literal(nil, w)
-	return s, err == nil
+	return b.String(), true
+}
+
+// unescape removes the backslashes the shell removes: before any byte
+// outside quotes (a backslash-newline disappears), before $ ` " \ and
+// newline inside double quotes.
+func unescape(s string, dquoted bool) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			c := s[i+1]
+			if !dquoted || strings.IndexByte("$`\"\\\n", c) >= 0 {
+				if c != '\n' {
+					b.WriteByte(c)
+				}
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // Inner is one command found by Nested: a Command of the script of a shell

@@ -53,3 +53,38 @@ func TestCommandsRefusesWhatIsTooComplex(t *testing.T) {
 		assert.LessOrEqual(t, len(cmds[0].Dynamic), maxDynamic+3)
 	}
 }
+
+// TestStaticWordsAsTheShellReadsThem: quotes and the backslashes the shell
+// removes are gone from a static word (\git push is git push), and what the
+// shell computes is dynamic.
+func TestStaticWordsAsTheShellReadsThem(t *testing.T) {
+	for script, want := range map[string][]string{
+		`\git push`:         {"git", "push"},
+		`g\it pu\sh`:        {"git", "push"},
+		`"g"'i't push`:      {"git", "push"},
+		`"g\it" "\$x"`:      {`g\it`, "$x"},
+		"gi\\\nt push":      {"git", "push"},
+		`r""m -rf x`:        {"rm", "-rf", "x"},
+		`git $(echo push)`:  nil,
+		`git pu?h`:          nil,
+		`~/bin/git push`:    nil,
+		`git {push,status}`: nil,
+	} {
+		cmds, err := Commands(script, syntax.LangBash)
+		assert.NoError(t, err, script)
+		if assert.Len(t, cmds, 1+strings.Count(script, "$("), script) {
+			if want == nil {
+				assert.NotEmpty(t, cmds[0].Dynamic, script)
+				continue
+			}
+			assert.Equal(t, want, cmds[0].Argv, script)
+		}
+		calls, err := Calls(script, syntax.LangBash)
+		assert.NoError(t, err, script)
+		var words []string
+		for _, w := range calls[0] {
+			words = append(words, w.Value)
+		}
+		assert.Equal(t, want, words, script)
+	}
+}
