@@ -138,14 +138,35 @@ func TestIsolationNone(t *testing.T) {
 	dir := fakeProgram(t, "git")
 	env := []string{"PATH=" + filepath.Join(dir, "bin") + ":" + os.Getenv("PATH")}
 	r := runCordon(t, runOpts{dir: dir, env: env}, "--isolation", "none", "--deny", "git push", "--",
-		"sh", "-c", "git push; sleep 300 & echo started-bg")
+		"sh", "-c", "git push; sleep 300.417 & echo started-bg")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "warning: --isolation none")
 	assert.Contains(t, r.stderr, "cordon: denied: git push")
 	assert.Contains(t, r.stdout, "started-bg")
 	// Without a pid namespace the init kills what the command left behind.
 	requireNoLeftovers(t)
-	assertNoProcess(t, "sleep 300")
+	assertNoProcess(t, "sleep 300.417")
+}
+
+// TestIsolationNoneRefusesFilesRules: without a sandbox nothing can be
+// hidden or made read-only, so files rules asked for in a policy file fail
+// the start (125), as the flags do, instead of being dropped; a policy file
+// with exec rules only still runs.
+func TestIsolationNoneRefusesFilesRules(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	withFiles := filepath.Join(dir, "files.yaml")
+	require.NoError(t, os.WriteFile(withFiles, []byte("files:\n  deny_read: [secret.txt]\n"), 0o644))
+	r := runCordon(t, runOpts{dir: dir}, "--isolation", "none", "--policy", withFiles, "--", "true")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "need --isolation bwrap or landlock")
+	r = runCordon(t, runOpts{dir: dir}, "--isolation", "none", "--deny-read", "secret.txt", "--", "true")
+	assert.Equal(t, 125, r.code, r.stderr)
+
+	rulesOnly := filepath.Join(dir, "rules.yaml")
+	require.NoError(t, os.WriteFile(rulesOnly, []byte("rules:\n  - deny: git push\n"), 0o644))
+	r = runCordon(t, runOpts{dir: dir}, "--isolation", "none", "--policy", rulesOnly, "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
 }
 
 func TestSandboxView(t *testing.T) {

@@ -156,13 +156,17 @@ func (o *ruleFlags) loadPolicy(fs *pflag.FlagSet, warn io.Writer, use trustUse) 
 	// protected wherever it lies in a writable tree, like the files
 	// discovery would load.
 	if l.Origin != config.OriginBuiltin && l.Path != "" && filepath.IsAbs(l.Path) {
-		files.DenyWrite = append(files.DenyWrite, policy.FileRule{Pattern: policy.LiteralPattern(l.Path), Source: "policy file in use"})
+		files.DenyWrite = append(files.DenyWrite, policy.FileRule{Pattern: policy.LiteralPattern(l.Path), Source: policyFileInUse})
 	}
 	if e.pol, err = policy.Compile(e.cfg); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
+
+// policyFileInUse is the source of the deny_write rule cordon adds for the
+// policy file a run loaded.
+const policyFileInUse = "policy file in use"
 
 // policyError is a policy that could not be loaded: a file that does not
 // parse or whose examples fail, a rule flag that does not compile, an

@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/daemon"
 	"github.com/cordon-sandbox/cordon/netproxy"
+	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/supervisor"
 	"github.com/spf13/cobra"
@@ -219,9 +220,17 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		// Without a sandbox nothing can be hidden or made read-only:
 		// rules asked for explicitly fail instead of being ignored.
+		// That includes a policy file's own deny_read and deny_write (the
+		// rule cordon adds for the policy file in use is not asked for).
 		f := eff.cfg.Files
-		if len(o.denyRead)+len(o.denyWrite)+len(f.AllowWrite)+len(f.ReadOnly)+len(f.Writable) > 0 {
-			return errors.New("--deny-read, --deny-write and the policy's files binds need --isolation bwrap")
+		asked := len(f.AllowWrite) + len(f.ReadOnly) + len(f.Writable)
+		for _, r := range append(append([]policy.FileRule(nil), f.DenyRead...), f.DenyWrite...) {
+			if r.Source != policyFileInUse {
+				asked++
+			}
+		}
+		if asked > 0 {
+			return errors.New("--deny-read, --deny-write and the policy's files rules and binds need --isolation bwrap or landlock")
 		}
 	}
 	var audit io.Writer
