@@ -32,7 +32,7 @@ type ruleFlags struct {
 }
 
 func addRuleFlags(fs *pflag.FlagSet, o *ruleFlags) {
-	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON, a fence config or a codex .rules file), trusted by being named; default: cordon.yaml up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml, each only once trusted (cordon policy trust)")
+	fs.StringVar(&o.file, "policy", "", "policy file (YAML, JSON, a fence config or a codex .rules file), trusted by being named; default: cordon.yaml or .cordon.yaml in this directory or a parent up to the repository root, then $XDG_CONFIG_HOME/cordon/policy.yaml, each only once trusted (cordon policy trust)")
 	fs.StringArrayVar(&o.deny, "deny", nil, "deny execs matching RULE (repeatable), e.g. --deny \"git push\"")
 	fs.StringArrayVar(&o.allow, "allow", nil, "allow execs matching RULE (repeatable); strict: the command may hold only the words and options RULE names. A bare name (--allow ls) allows the program of that name on the sandbox's PATH or a copy of it, not any file so named: allow others by path (--allow /opt/tools/bin/gen)")
 	fs.StringArrayVar(&o.allowNet, "allow-net", nil, "allow connections to HOST[:PORT] through cordon's proxy (repeatable; implies --net filter): *.example.com = subdomains only, * = any public host, no port = 80 and 443, HOST:* = any port")

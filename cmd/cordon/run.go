@@ -101,7 +101,7 @@ stash and rebase work; its hooks and config stay read-only.
 
 Files: credential stores in your home (~/.ssh/id_*, ~/.aws, ~/.gnupg, ...)
 are unreadable (Permission denied), and inside the writable directory
-.git/hooks, .git/config, policy files and agent settings (.claude, .codex,
+.git/hooks, .git/config, policy files and agent settings (.claude, .codex, .gemini,
 .cursor, .vscode, .idea, .zed, .devcontainer, .mcp.json) are read-only and
 cannot be created (the built-in list; --no-defaults drops it). A new .git
 (git init, git clone, git submodule add) is refused too: allow it with
