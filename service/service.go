@@ -349,9 +349,12 @@ type ExecDecision struct {
 	Pid int `json:"pid,omitempty"`
 	// Process is the id of the started process whose tree made the exec,
 	// when known (session-wide decision streams; empty for Exec's).
-	Process string `json:"process,omitempty"` // Kind is "exec" (also when empty: older servers) or "net": a
+	Process string `json:"process,omitempty"`
+	// Kind is "exec" (also when empty: older servers); "net": a
 	// connection decided by the network rules (--net filter), with Argv
-	// and Pid naming the process that opened it, and the fields below.
+	// and Pid naming the process that opened it, and the fields below;
+	// or "file": a creation of a protected name refused (Argv is
+	// create PATH).
 	Kind string `json:"kind,omitempty"`
 	// Host and Port are the destination asked for; Addr the address
 	// connected to (net only).

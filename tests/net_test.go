@@ -324,31 +324,7 @@ except OSError as e: print("resolve-failed")
 // (so the test can tell).
 func TestNetFilterUnixSockets(t *testing.T) {
 	requireSeccompNotify(t)
-	py := requireTool(t, "python3")
-	base, err := os.MkdirTemp("/var/tmp", "cnu")
-	require.NoError(t, err)
-	defer os.RemoveAll(base)
-	sock := filepath.Join(base, "svc.sock")
-	l, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("secret\n"))
-			c.Close()
-		}
-	}()
-	script := py + ` -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect(sys.argv[1]); print("got", s.recv(16).decode().strip())
-except OSError as e: print("unix-failed", e.errno)
-' ` + sock
+	script := hostUnixSocket(t, "svc.sock")
 	r := runCordon(t, runOpts{}, "--net", "host", "--", "sh", "-c", script)
 	require.Contains(t, r.stdout, "got secret", "control: without the filter the socket is reachable: %s", r.stderr)
 	r = runCordon(t, runOpts{}, "--net", "filter", "--", "sh", "-c", script)
@@ -619,4 +595,37 @@ GIT_TERMINAL_PROMPT=0 git ls-remote ssh://git@127.0.0.1:%s/x.git; echo git-rc=$?
 	assert.Contains(t, r.stdout, "git-rc=128")
 	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:"+other+" by ")
 	assert.Contains(t, r.stderr, "__cordon-connect 127.0.0.1 "+other)
+}
+
+// hostUnixSocket serves "secret" on a Unix socket named name in a fresh
+// directory under /var/tmp (outside the sandbox's private /tmp), and
+// returns the shell command that connects to it from a sandbox and prints
+// "got secret" or "unix-failed ERRNO".
+func hostUnixSocket(t *testing.T, name string) (script string) {
+	t.Helper()
+	py := requireTool(t, "python3")
+	base, err := os.MkdirTemp("/var/tmp", "cnu")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	sock := filepath.Join(base, name)
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("secret\n"))
+			c.Close()
+		}
+	}()
+	return py + ` -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("got", s.recv(16).decode().strip())
+except OSError as e: print("unix-failed", e.errno)
+' "` + sock + `"`
 }

@@ -217,31 +217,7 @@ print(t.recv(4000).decode(errors="replace"))
 // /proc/net/unix, so it was not hidden from a filtered sandbox.
 func TestNetFilterUnixSocketWithSpace(t *testing.T) {
 	requireSeccompNotify(t)
-	py := requireTool(t, "python3")
-	base, err := os.MkdirTemp("/var/tmp", "cnu")
-	require.NoError(t, err)
-	defer os.RemoveAll(base)
-	sock := filepath.Join(base, "my svc.sock")
-	l, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("secret\n"))
-			c.Close()
-		}
-	}()
-	script := py + ` -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect(sys.argv[1]); print("got", s.recv(16).decode().strip())
-except OSError as e: print("unix-failed", e.errno)
-' "` + sock + `"`
+	script := hostUnixSocket(t, "my svc.sock")
 	r := runCordon(t, runOpts{}, "--net", "host", "--", "sh", "-c", script)
 	require.Contains(t, r.stdout, "got secret", "control: without the filter the socket is reachable: %s", r.stderr)
 	r = runCordon(t, runOpts{}, "--net", "filter", "--", "sh", "-c", script)
