@@ -17,11 +17,9 @@ import (
 
 	"github.com/cordon-sandbox/cordon/client"
 	"github.com/cordon-sandbox/cordon/daemon"
-	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
 	"github.com/cordon-sandbox/cordon/sandbox"
 	"github.com/cordon-sandbox/cordon/supervisor"
-	"go.yaml.in/yaml/v3"
 )
 
 // The daemon's client commands (session, exec, start, ps, logs, wait, kill,
@@ -61,108 +59,6 @@ func interrupted(ctx context.Context, err error) error {
 // cordon's own variables from every workload's environment; stripping them
 // here too keeps CORDON_TOKEN off the wire.
 func clientEnv() []string { return runner.WorkloadEnv(os.Environ()) }
-
-// policyDocument renders an effective policy as a cordon policy document,
-// for the daemon (which compiles it itself). Examples were checked when it
-// was loaded and are left out.
-func policyDocument(cfg policy.Config) (string, error) {
-	type rule struct {
-		Deny    string `yaml:"deny,omitempty"`
-		Allow   string `yaml:"allow,omitempty"`
-		Ask     string `yaml:"ask,omitempty"`
-		Message string `yaml:"message,omitempty"`
-	}
-	type env struct {
-		Deny []string `yaml:"deny,omitempty"`
-		Pass []string `yaml:"pass,omitempty"`
-	}
-	type netRule struct {
-		Deny    string   `yaml:"deny,omitempty"`
-		Allow   string   `yaml:"allow,omitempty"`
-		Ask     string   `yaml:"ask,omitempty"`
-		For     []string `yaml:"for,omitempty"`
-		Message string   `yaml:"message,omitempty"`
-	}
-	type network struct {
-		Rules []netRule `yaml:"rules"`
-	}
-	type files struct {
-		DenyRead   []string `yaml:"deny_read,omitempty"`
-		DenyWrite  []string `yaml:"deny_write,omitempty"`
-		AllowWrite []string `yaml:"allow_write,omitempty"`
-		ReadOnly   []string `yaml:"read_only,omitempty"`
-		Writable   []string `yaml:"writable,omitempty"`
-	}
-	doc := struct {
-		Version      int      `yaml:"version"`
-		Default      string   `yaml:"default"`
-		Defaults     bool     `yaml:"defaults"`
-		DenyWritable bool     `yaml:"deny_writable_exec"`
-		Net          string   `yaml:"net,omitempty"`
-		Files        *files   `yaml:"files,omitempty"`
-		Env          *env     `yaml:"env,omitempty"`
-		Rules        []rule   `yaml:"rules"`
-		Network      *network `yaml:"network,omitempty"`
-		// Programs carries the policy's option tables: without them the
-		// daemon would read the same rules with other meanings.
-		Programs map[string]policy.ToolOptions `yaml:"programs,omitempty"`
-	}{Version: 1, Default: cfg.Default.String(), Defaults: cfg.Builtins, DenyWritable: cfg.DenyWritable, Net: cfg.Net, Rules: []rule{}, Programs: cfg.Tools}
-	if len(cfg.Env.Deny)+len(cfg.Env.Pass) > 0 {
-		// The built-in names are not written out: defaults carries them,
-		// and the daemon adds them as it compiles.
-		doc.Env = &env{}
-		for _, r := range cfg.Env.Deny {
-			doc.Env.Deny = append(doc.Env.Deny, r.Pattern)
-		}
-		for _, r := range cfg.Env.Pass {
-			doc.Env.Pass = append(doc.Env.Pass, r.Pattern)
-		}
-	}
-	if cfg.Network != nil {
-		// A network section, even empty, means a filtered network.
-		doc.Network = &network{Rules: []netRule{}}
-		for _, r := range cfg.Network.Rules {
-			out := netRule{For: r.For, Message: r.Message}
-			switch r.Decision {
-			case policy.Deny:
-				out.Deny = r.Pattern
-			case policy.Allow:
-				out.Allow = r.Pattern
-			case policy.Ask:
-				out.Ask = r.Pattern
-			}
-			doc.Network.Rules = append(doc.Network.Rules, out)
-		}
-	}
-	// The built-in files rules are not written out: defaults carries them.
-	f := files{AllowWrite: cfg.Files.AllowWrite, ReadOnly: cfg.Files.ReadOnly, Writable: cfg.Files.Writable}
-	for _, r := range cfg.Files.DenyRead {
-		f.DenyRead = append(f.DenyRead, r.Pattern)
-	}
-	for _, r := range cfg.Files.DenyWrite {
-		f.DenyWrite = append(f.DenyWrite, r.Pattern)
-	}
-	if f.DenyRead != nil || f.DenyWrite != nil || f.AllowWrite != nil || f.ReadOnly != nil || f.Writable != nil {
-		doc.Files = &f
-	}
-	for _, r := range cfg.Rules {
-		if r.Override || r.Final {
-			return "", fmt.Errorf("rule %s (%s) overrides deny rules, which only a fence config can say; the daemon takes cordon's format: rewrite it as a cordon policy", r.String(), r.Source)
-		}
-		out := rule{Message: r.Message}
-		switch r.Decision {
-		case policy.Deny:
-			out.Deny = r.Pattern
-		case policy.Allow:
-			out.Allow = r.Pattern
-		case policy.Ask:
-			out.Ask = r.Pattern
-		}
-		doc.Rules = append(doc.Rules, out)
-	}
-	b, err := yaml.Marshal(doc)
-	return string(b), err
-}
 
 // printDecisions prints a line per denied exec, as "cordon run" does
 // (supervisor.DenialLine): the argv is the workload's to choose, so it is

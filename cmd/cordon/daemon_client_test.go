@@ -35,7 +35,7 @@ func TestPolicyDocumentCarriesEnv(t *testing.T) {
 			Deny: []policy.EnvRule{{Pattern: "*_SECRET", Source: "--env-deny"}},
 			Pass: []policy.EnvRule{{Pattern: "GITHUB_TOKEN", Source: "--env-pass"}},
 		}}
-		doc, err := policyDocument(cfg)
+		doc, err := policy.Document(cfg)
 		require.NoError(t, err)
 		f, err := policy.Parse("session policy", []byte(doc))
 		require.NoError(t, err)

@@ -66,7 +66,7 @@ func (o *sandboxFlags) specWith(fs *pflag.FlagSet, eff *effectivePolicy) (sandbo
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
-	doc, err := policyDocument(eff.cfg)
+	doc, err := policy.Document(eff.cfg)
 	if err != nil {
 		return sandbox.SessionSpec{}, err
 	}
