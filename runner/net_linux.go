@@ -248,7 +248,9 @@ const maxExecEntries = 8192
 
 func newExecTable() *execTable { return &execTable{m: map[int]*execEntry{}} }
 
-// note records an exec the supervisor let through.
+// note records an exec the kernel performed (supervisor.Options.OnExec:
+// verified at its exec event), never a decision alone: an allowed exec the
+// kernel then fails must not leave its program behind.
 func (t *execTable) note(d *supervisor.Verdict) {
 	if d.Errno != 0 || d.Refused() || d.Exec.Argv == nil {
 		return

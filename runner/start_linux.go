@@ -290,14 +290,12 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	sp.box.HideFiles = present
 	*hidden = present
 	if filtered {
-		// What each process was exec'd as, for attribution.
-		onDecision := sp.sup.OnDecision
-		sp.sup.OnDecision = func(d *supervisor.Verdict) {
-			execs.note(d)
-			if onDecision != nil {
-				onDecision(d)
-			}
-		}
+		// What each process was exec'd as, for attribution: from the
+		// execs the kernel performed (verified at the exec event), not
+		// from decisions, which an exec that then fails would leave
+		// behind (strict mode sees no exec event: no program is known,
+		// so for: rules match nothing there).
+		sp.sup.OnExec = execs.note
 	}
 	argv, err := sp.argv()
 	// The placeholder of unreadable files is bound by the time the init

@@ -79,6 +79,15 @@ type Options struct {
 	// is called from the supervisor's goroutine and from the tracer's, so
 	// it must be safe for concurrent use, and must not block.
 	OnDecision func(*Verdict)
+	// OnExec, when set, is called for every allowed exec the kernel has
+	// performed, once its new image is verified at PTRACE_EVENT_EXEC (and
+	// for every exec allowed in ptrace-only supervision, which decides
+	// there): what a process now runs, unlike OnDecision's allowed
+	// decisions, which the kernel may still fail (E2BIG, EFAULT, ENOEXEC)
+	// and leave the caller running what it ran before. It is never called
+	// in strict mode, where no exec event is seen. It runs on the tracer's
+	// thread while the process is stopped, and must not block.
+	OnExec func(*Verdict)
 	// Verify selects race-free verification of allowed execs; empty means
 	// VerifyAuto.
 	Verify Verify
@@ -216,6 +225,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		// The tracer decides on its own thread: its own view of the
 		// shared file cache.
 		s.tracer = newTracer(newJudge(pol, fs.view()), log, s.report)
+		s.tracer.exec = opts.OnExec
 	}
 	return s, nil
 }

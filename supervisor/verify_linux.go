@@ -84,6 +84,9 @@ type tracer struct {
 	// report receives kills at the exec event. It is called on the tracer
 	// thread.
 	report func(*Verdict)
+	// exec receives every allowed exec once it has happened
+	// (Options.OnExec), on the tracer thread.
+	exec func(*Verdict)
 
 	reqs    chan attachReq
 	follows chan followReq
@@ -409,6 +412,10 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	start := time.Now()
 	ok, d := t.decideImage(pid, &tr.d)
 	if ok {
+		if t.exec != nil && d.Exec.Argv != nil {
+			d.Time, d.Pid = start, pid
+			t.exec(&d)
+		}
 		t.detach(tr)
 		return
 	}
@@ -710,6 +717,9 @@ func (t *tracer) followExec(pid int) {
 		ok = t.ask(&d)
 	}
 	if ok {
+		if t.exec != nil && d.Exec.Argv != nil {
+			t.exec(&d)
+		}
 		_ = unix.PtraceCont(pid, 0)
 	} else {
 		_ = unix.Kill(pid, unix.SIGKILL)

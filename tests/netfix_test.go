@@ -327,3 +327,38 @@ except OSError as e: print("unix-failed", e.errno)
 	assert.Contains(t, r.stdout, "unix-failed", r.stderr)
 	assert.NotContains(t, r.stdout, "secret")
 }
+
+// TestNetFilterForFailedExec (red team, second round): a process whose exec
+// of git was allowed by the policy but failed in the kernel (E2BIG: an
+// environment over the kernel's limit) still ran what it ran before; its
+// next exec (curl) must not count as git for a for: git rule. Programs are
+// recorded from execs the kernel performed (verified at the exec event),
+// not from decisions.
+func TestNetFilterForFailedExec(t *testing.T) {
+	requireSeccompNotify(t)
+	curl := requireTool(t, "curl")
+	git := requireTool(t, "git")
+	py := requireTool(t, "python3")
+	dir := t.TempDir()
+	s := startNetServers(t, dir)
+	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte(fmt.Sprintf(`version: 1
+network:
+  rules:
+    - allow: "%s"
+      for: git
+`, allowed)), 0o644))
+	spoof := filepath.Join(dir, "spoof.py")
+	require.NoError(t, os.WriteFile(spoof, []byte(fmt.Sprintf(`import os
+try:
+    os.execve(%q, ["git"], {"X": "A" * 200000})
+except OSError as e:
+    print("exec git failed:", e.strerror, flush=True)
+os.execv(%q, ["curl", "-sS", "-m", "10", "--noproxy", "", "-x", "http://127.0.0.1:3128", "http://%s/spoof"])
+`, git, curl, allowed)), 0o644))
+	r := runCordon(t, runOpts{dir: dir}, "--policy", pol, "--", py, spoof)
+	require.Contains(t, r.stdout, "exec git failed", "the exec of git must fail in the kernel for this test: %s", r.stderr)
+	assert.NotContains(t, r.stdout, "path=/spoof", "curl counted as git after a failed exec of git")
+	assert.Contains(t, r.stderr, "cordon: denied: connect "+allowed+" by curl")
+}
