@@ -215,9 +215,16 @@ func (t *tracer) seize(r attachReq) error {
 		delete(t.tracees, r.tid)
 	}
 	opts := unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
-	wd := watchSeize(r.tid)
+	// The seize can only wait forever behind a task this thread must reap
+	// (see watchSeize): with no tracee on record there is none, and the
+	// watchdog (a timer, a pidfd) is left out of the common sequential
+	// case.
+	var wd *seizeWatchdog
+	if len(t.tracees) > 0 {
+		wd = watchSeize(r.tid)
+	}
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(r.tid), 0, uintptr(opts), 0, 0)
-	if wd.stop() {
+	if wd != nil && wd.stop() {
 		if e == 0 {
 			// Attached to a process now dying: its exit is ours to reap.
 			t.tracees[r.tid] = &tracee{tid: r.tid, killed: true}
@@ -253,7 +260,11 @@ type seizeWatchdog struct {
 // up, the mutex is released, the seize returns, and the caller is refused.
 func watchSeize(tid int) *seizeWatchdog {
 	w := &seizeWatchdog{fd: -1}
-	if st, err := proc.ReadStatus(tid); err == nil && st.Tgid > 0 {
+	// A pidfd names a process, so tid must be its leader's; the caller
+	// usually is (EINVAL otherwise: find the leader in its status).
+	if fd, err := unix.PidfdOpen(tid, 0); err == nil {
+		w.fd = fd
+	} else if st, err := proc.ReadStatus(tid); err == nil && st.Tgid > 0 {
 		if fd, err := unix.PidfdOpen(st.Tgid, 0); err == nil {
 			w.fd = fd
 		}
@@ -451,14 +462,14 @@ func (t *tracer) verify(pid int, tr *tracee) {
 // the decision; a nil Argv in it means pid vanished (killed by someone else
 // while stopped): denied, with nothing to report.
 func (t *tracer) decideImage(pid int, checked *Verdict) (bool, Verdict) {
-	proc := "/proc/" + strconv.Itoa(pid)
+	dir := "/proc/" + strconv.Itoa(pid)
 	d := Verdict{root: -1}
 	deny := policy.Result{Decision: policy.Deny}
-	raw, err := os.ReadFile(proc + "/cmdline")
+	raw, err := proc.ReadFile(dir+"/cmdline", nil)
 	if err != nil {
 		return false, d
 	}
-	exeFD, err := unix.Open(proc+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	exeFD, err := unix.Open(dir+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, d
 	}
@@ -559,7 +570,7 @@ func (t *tracer) reopen(pid, root int, checked *Verdict, script string) (target,
 // inExec reports whether pid is stopped inside execve or execveat (the
 // first field of /proc/PID/syscall is the number of the syscall it is in).
 func inExec(pid int, arch string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	b, err := proc.ReadFile("/proc/"+strconv.Itoa(pid)+"/syscall", nil)
 	if err != nil {
 		return false
 	}
