@@ -303,23 +303,47 @@ func wedgeAfter(n int, recv func(int, *seccomp.Notif) error) func(int, *seccomp.
 // filter is gone (POLLHUP on the listener). It never blocks inside
 // SECCOMP_IOCTL_NOTIF_RECV: it waits in ppoll and receives only what poll
 // says is pending.
+//
+// With ptrace verification the loop runs on the tracer's thread (see
+// tracer.embed), which also collects the tracees' events between
+// notifications.
 func (s *Supervisor) Run() error {
 	defer close(s.done)
+	if s.tracer != nil && !s.ptraceOnly && s.listener >= 0 {
+		if err, ok := s.tracer.embed(s.serve); ok {
+			return err
+		}
+	}
+	return s.serve(-1)
+}
+
+// serve is Run's loop. sigfd, when not negative, is the tracer's SIGCHLD
+// eventfd: serve then runs on the tracer's thread and gives it its turns.
+func (s *Supervisor) serve(sigfd int) error {
 	fds := []unix.PollFd{
 		{Fd: int32(s.listener), Events: unix.POLLIN},
 		{Fd: int32(s.wake), Events: unix.POLLIN},
+		{Fd: int32(sigfd), Events: unix.POLLIN},
 	}
 	if s.listener < 0 {
 		fds[0].Fd = -1 // ptrace-only: poll ignores negative fds
 	}
+	var timeout *unix.Timespec
+	if sigfd >= 0 {
+		ts := unix.NsecToTimespec(int64(tracerTick))
+		timeout = &ts
+	}
 	var n seccomp.Notif
 	for {
-		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Ppoll(fds, nil, nil); err != nil {
+		fds[0].Revents, fds[1].Revents, fds[2].Revents = 0, 0, 0
+		if _, err := unix.Ppoll(fds, timeout, nil); err != nil {
 			if err == unix.EINTR {
 				continue
 			}
 			return os.NewSyscallError("ppoll", err)
+		}
+		if sigfd >= 0 {
+			s.tracer.service(fds[2].Revents != 0)
 		}
 		if fds[1].Revents != 0 {
 			return nil

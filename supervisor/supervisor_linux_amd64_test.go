@@ -326,7 +326,8 @@ func TestSupervisorWedgeAfter(t *testing.T) {
 	assert.NoError(t, r.s.Close())
 }
 
-// countWedged counts goroutines parked in Run inside the WedgeAfter hook.
+// countWedged counts goroutines parked in Run's loop (serve, on the tracer's
+// thread or Run's own goroutine) inside the WedgeAfter hook.
 // (The closure's symbol depends on inlining: wedgeAfter.func1 or
 // New.wedgeAfter.func1.)
 func countWedged() int {
@@ -341,7 +342,7 @@ func countWedged() int {
 	}
 	count := 0
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("wedgeAfter.func1(")) && bytes.Contains(g, []byte("supervisor.(*Supervisor).Run(")) {
+		if bytes.Contains(g, []byte("wedgeAfter.func1(")) && bytes.Contains(g, []byte("supervisor.(*Supervisor).serve(")) {
 			count++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,6 +94,22 @@ type tracer struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	// runs takes the supervisor's receive loop onto the tracer's thread
+	// (see embed); sigfd is an eventfd written at every SIGCHLD, which that
+	// loop polls beside the listener, and kick is the same news for the
+	// tracer's own select loop. sigfd is -1 when no eventfd could be had:
+	// the receive loop then stays on its own goroutine.
+	runs  chan func()
+	sigfd int
+	kick  chan struct{}
+	// embedded is set while the receive loop runs on the tracer's thread:
+	// attach then seizes directly, with no hand-off. Set and read on the
+	// tracer's thread only; running is the same fact for close, which runs
+	// elsewhere.
+	embedded bool
+	running  atomic.Bool
+	lastTick time.Time // owned by the tracer thread
+
 	// follow is ptrace-only supervision: every task of the sandbox is
 	// traced from the start (forks, vforks and clones followed), and every
 	// exec is decided at its exec event, since no notification came first.
@@ -135,14 +152,76 @@ func newTracer(j judge, log *slog.Logger, report func(*Verdict)) *tracer {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		tracees: map[int]*tracee{},
+		runs:    make(chan func()),
+		kick:    make(chan struct{}, 1),
+		sigfd:   -1,
+	}
+	if fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		t.sigfd = fd
 	}
 	go t.loop()
 	return t
 }
 
+// embed runs serve, the supervisor's receive loop, on the tracer's thread
+// until it returns, and returns its error; ok is false when it cannot (no
+// eventfd, or the tracer has stopped) and serve must run elsewhere.
+//
+// Every allowed exec is seized before it is answered, and ptrace requests
+// must come from the thread that attached: with the receive loop on another
+// goroutine, each exec paid two hand-offs to a locked thread (futex wake-ups
+// and scheduler spinning) inside its decision latency. On one thread the
+// seize is a plain call. The loop polls sigfd beside the listener, so exec
+// events are handled between notifications, and gives the tick's work a
+// turn at least every tracerTick.
+func (t *tracer) embed(serve func(sigfd int) error) (err error, ok bool) {
+	if t.sigfd < 0 {
+		return nil, false
+	}
+	res := make(chan error, 1)
+	run := func() {
+		t.embedded = true
+		t.running.Store(true)
+		err := serve(t.sigfd)
+		// Cleared before Run can return: close waits for the thread from
+		// then on.
+		t.embedded = false
+		t.running.Store(false)
+		res <- err
+	}
+	select {
+	case t.runs <- run:
+	case <-t.done:
+		return nil, false
+	}
+	return <-res, true
+}
+
+// service does, for an embedded receive loop, what the select loop does
+// between requests: it collects ptrace events when a SIGCHLD came (sig),
+// and the tick's work when it is due. On the tracer thread only.
+func (t *tracer) service(sig bool) {
+	if sig {
+		var b [8]byte
+		_, _ = unix.Read(t.sigfd, b[:])
+		t.drain()
+	}
+	if now := time.Now(); now.Sub(t.lastTick) >= tracerTick {
+		t.lastTick = now
+		t.drain()
+		t.expire()
+	}
+}
+
 // attach seizes tid before its exec is continued. It returns errAttach
 // (wrapped) when ptrace is not possible for this caller.
 func (t *tracer) attach(tid int, d *Verdict) error {
+	if t.embedded {
+		// Called from the receive loop, on this very thread (embed).
+		err := t.seize(attachReq{tid: tid, d: *d})
+		t.drain()
+		return err
+	}
 	r := attachReq{tid: tid, d: *d, reply: make(chan error, 1)}
 	select {
 	case t.reqs <- r:
@@ -159,6 +238,13 @@ func (t *tracer) close() {
 	default:
 		close(t.stop)
 	}
+	if t.running.Load() {
+		// The receive loop still holds the thread, so Run has not
+		// returned: a receive that never returns (WedgeAfter), after which
+		// the caller gave up waiting. The thread stays parked, as the loop's
+		// goroutine would; waiting for it would never end.
+		return
+	}
 	<-t.done
 }
 
@@ -173,17 +259,42 @@ func (t *tracer) loop() {
 	sigchld := make(chan os.Signal, 1)
 	signal.Notify(sigchld, unix.SIGCHLD)
 	defer signal.Stop(sigchld)
+	// Every SIGCHLD is passed on to the eventfd an embedded receive loop
+	// polls, and to this loop. The forwarder owns the eventfd and closes it
+	// when the tracer is done: nothing writes to a closed (reused) number.
+	go func() {
+		one := [8]byte{1}
+		for {
+			select {
+			case <-sigchld:
+				if t.sigfd >= 0 {
+					_, _ = unix.Write(t.sigfd, one[:])
+				}
+				select {
+				case t.kick <- struct{}{}:
+				default:
+				}
+			case <-t.done:
+				if t.sigfd >= 0 {
+					unix.Close(t.sigfd)
+				}
+				return
+			}
+		}
+	}()
 	tick := time.NewTicker(tracerTick)
 	defer tick.Stop()
 	for {
 		select {
+		case run := <-t.runs:
+			run()
 		case r := <-t.reqs:
 			r.reply <- t.seize(r)
 			t.drain()
 		case r := <-t.follows:
 			r.reply <- t.seizeAll(r.pid)
 			t.drain()
-		case <-sigchld:
+		case <-t.kick:
 			t.drain()
 		case <-tick.C:
 			// Drained even with no tracee on record: a stop nobody
