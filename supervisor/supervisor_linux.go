@@ -329,13 +329,15 @@ func (s *Supervisor) serve(sigfd int) error {
 		fds[0].Fd = -1 // ptrace-only: poll ignores negative fds
 	}
 	var timeout *unix.Timespec
-	if sigfd >= 0 {
-		ts := unix.NsecToTimespec(int64(tracerTick))
-		timeout = &ts
-	}
+	var ts unix.Timespec
 	var n seccomp.Notif
 	for {
 		fds[0].Revents, fds[1].Revents, fds[2].Revents = 0, 0, 0
+		if sigfd >= 0 {
+			// Set every time: the kernel writes the time left back.
+			ts = unix.NsecToTimespec(int64(tracerTick))
+			timeout = &ts
+		}
 		if _, err := unix.Ppoll(fds, timeout, nil); err != nil {
 			if err == unix.EINTR {
 				continue
