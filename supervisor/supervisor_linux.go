@@ -340,6 +340,13 @@ func (s *Supervisor) serve(sigfd int) error {
 		}
 		if _, err := unix.Ppoll(fds, timeout, nil); err != nil {
 			if err == unix.EINTR {
+				if sigfd >= 0 {
+					// Most often a SIGCHLD for a tracee's stop: the kernel
+					// delivers it to the tracing thread, this one, when it
+					// can. Collect the event now instead of after the
+					// signal's round through Go's signal goroutine and sigfd.
+					s.tracer.drain()
+				}
 				continue
 			}
 			return os.NewSyscallError("ppoll", err)
