@@ -314,16 +314,15 @@ func (s *Supervisor) Run() error {
 			return err
 		}
 	}
-	return s.serve(-1)
+	return s.serve(false)
 }
 
-// serve is Run's loop. sigfd, when not negative, is the tracer's SIGCHLD
-// eventfd: serve then runs on the tracer's thread and gives it its turns.
-func (s *Supervisor) serve(sigfd int) error {
+// serve is Run's loop. embedded says it runs on the tracer's thread, whose
+// work it then does between notifications (see tracer.embed).
+func (s *Supervisor) serve(embedded bool) error {
 	fds := []unix.PollFd{
 		{Fd: int32(s.listener), Events: unix.POLLIN},
 		{Fd: int32(s.wake), Events: unix.POLLIN},
-		{Fd: int32(sigfd), Events: unix.POLLIN},
 	}
 	if s.listener < 0 {
 		fds[0].Fd = -1 // ptrace-only: poll ignores negative fds
@@ -332,27 +331,17 @@ func (s *Supervisor) serve(sigfd int) error {
 	var ts unix.Timespec
 	var n seccomp.Notif
 	for {
-		fds[0].Revents, fds[1].Revents, fds[2].Revents = 0, 0, 0
-		if sigfd >= 0 {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if embedded {
 			// Set every time: the kernel writes the time left back.
-			ts = unix.NsecToTimespec(int64(tracerTick))
+			ts = unix.NsecToTimespec(int64(s.tracer.service()))
 			timeout = &ts
 		}
 		if _, err := unix.Ppoll(fds, timeout, nil); err != nil {
 			if err == unix.EINTR {
-				if sigfd >= 0 {
-					// Most often a SIGCHLD for a tracee's stop: the kernel
-					// delivers it to the tracing thread, this one, when it
-					// can. Collect the event now instead of after the
-					// signal's round through Go's signal goroutine and sigfd.
-					s.tracer.drain()
-				}
-				continue
+				continue // embedded: most often a tracee's SIGCHLD; service collects it
 			}
 			return os.NewSyscallError("ppoll", err)
-		}
-		if sigfd >= 0 {
-			s.tracer.service(fds[2].Revents != 0)
 		}
 		if fds[1].Revents != 0 {
 			return nil

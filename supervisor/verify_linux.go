@@ -95,13 +95,11 @@ type tracer struct {
 	done    chan struct{}
 
 	// runs takes the supervisor's receive loop onto the tracer's thread
-	// (see embed); sigfd is an eventfd written at every SIGCHLD, which that
-	// loop polls beside the listener, and kick is the same news for the
-	// tracer's own select loop. sigfd is -1 when no eventfd could be had:
-	// the receive loop then stays on its own goroutine.
-	runs  chan func()
-	sigfd int
-	kick  chan struct{}
+	// (see embed).
+	runs chan func()
+	// sigchld receives SIGCHLD for the select loop; it is stopped while an
+	// embedded receive loop runs (see embed).
+	sigchld chan os.Signal
 	// embedded is set while the receive loop runs on the tracer's thread:
 	// attach then seizes directly, with no hand-off. Set and read on the
 	// tracer's thread only; running is the same fact for close, which runs
@@ -153,40 +151,44 @@ func newTracer(j judge, log *slog.Logger, report func(*Verdict)) *tracer {
 		done:    make(chan struct{}),
 		tracees: map[int]*tracee{},
 		runs:    make(chan func()),
-		kick:    make(chan struct{}, 1),
-		sigfd:   -1,
-	}
-	if fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
-		t.sigfd = fd
+		sigchld: make(chan os.Signal, 1),
 	}
 	go t.loop()
 	return t
 }
 
 // embed runs serve, the supervisor's receive loop, on the tracer's thread
-// until it returns, and returns its error; ok is false when it cannot (no
-// eventfd, or the tracer has stopped) and serve must run elsewhere.
+// until it returns, and returns its error; ok is false when the tracer has
+// stopped and serve must run elsewhere.
 //
 // Every allowed exec is seized before it is answered, and ptrace requests
 // must come from the thread that attached: with the receive loop on another
-// goroutine, each exec paid two hand-offs to a locked thread (futex wake-ups
-// and scheduler spinning) inside its decision latency. On one thread the
-// seize is a plain call. The loop polls sigfd beside the listener, so exec
-// events are handled between notifications, and gives the tick's work a
-// turn at least every tracerTick.
-func (t *tracer) embed(serve func(sigfd int) error) (err error, ok bool) {
-	if t.sigfd < 0 {
-		return nil, false
-	}
+// goroutine, each exec paid two hand-offs to a locked thread (futex
+// wake-ups, scheduler spinning) inside its decision latency. On one thread
+// the seize is a plain call.
+//
+// The tracees' stops are then noticed without os/signal: the kernel sends
+// the SIGCHLD of a tracee's stop to its tracer thread whenever that thread
+// does not block it and is asleep or running (complete_signal prefers the
+// thread the signal is for), so it interrupts the loop's ppoll with EINTR,
+// and the loop collects the event at once (signal.Notify would add two
+// goroutine wake-ups per exec to hand the same news over). A stop that
+// lands between the loop's last wait4 and its ppoll is delivered to this
+// thread outside ppoll and wakes nothing: the loop polls with a short
+// timeout (pendingTick) while a tracee is on record, which bounds that
+// case's delay, and never waits on a signal alone.
+func (t *tracer) embed(serve func(embedded bool) error) (err error, ok bool) {
 	res := make(chan error, 1)
 	run := func() {
+		signal.Stop(t.sigchld)
 		t.embedded = true
 		t.running.Store(true)
-		err := serve(t.sigfd)
+		err := serve(true)
 		// Cleared before Run can return: close waits for the thread from
 		// then on.
 		t.embedded = false
 		t.running.Store(false)
+		signal.Notify(t.sigchld, unix.SIGCHLD)
 		res <- err
 	}
 	select {
@@ -197,20 +199,27 @@ func (t *tracer) embed(serve func(sigfd int) error) (err error, ok bool) {
 	return <-res, true
 }
 
-// service does, for an embedded receive loop, what the select loop does
-// between requests: it collects ptrace events when a SIGCHLD came (sig),
-// and the tick's work when it is due. On the tracer thread only.
-func (t *tracer) service(sig bool) {
-	if sig {
-		var b [8]byte
-		_, _ = unix.Read(t.sigfd, b[:])
-		t.drain()
-	}
+// pendingTick is how long an embedded receive loop sleeps at most while a
+// tracee is on record (see embed).
+const pendingTick = time.Millisecond
+
+// service does, for an embedded receive loop before each ppoll, what the
+// select loop does between requests: it collects the tracees' events, and
+// the tick's work when it is due. It returns how long the loop may sleep.
+// On the tracer thread only.
+func (t *tracer) service() time.Duration {
 	if now := time.Now(); now.Sub(t.lastTick) >= tracerTick {
+		// Drained even with no tracee on record, as the select loop does.
 		t.lastTick = now
 		t.drain()
 		t.expire()
+	} else if len(t.tracees) > 0 {
+		t.drain()
 	}
+	if len(t.tracees) > 0 {
+		return pendingTick
+	}
+	return tracerTick
 }
 
 // attach seizes tid before its exec is continued. It returns errAttach
@@ -256,32 +265,8 @@ func (t *tracer) loop() {
 	// A tracee's stop or death is signalled to the tracer with SIGCHLD.
 	// Signals coalesce, so every wake-up drains all pending events, and a
 	// tick covers a wake-up lost to coalescing.
-	sigchld := make(chan os.Signal, 1)
-	signal.Notify(sigchld, unix.SIGCHLD)
-	defer signal.Stop(sigchld)
-	// Every SIGCHLD is passed on to the eventfd an embedded receive loop
-	// polls, and to this loop. The forwarder owns the eventfd and closes it
-	// when the tracer is done: nothing writes to a closed (reused) number.
-	go func() {
-		one := [8]byte{1}
-		for {
-			select {
-			case <-sigchld:
-				if t.sigfd >= 0 {
-					_, _ = unix.Write(t.sigfd, one[:])
-				}
-				select {
-				case t.kick <- struct{}{}:
-				default:
-				}
-			case <-t.done:
-				if t.sigfd >= 0 {
-					unix.Close(t.sigfd)
-				}
-				return
-			}
-		}
-	}()
+	signal.Notify(t.sigchld, unix.SIGCHLD)
+	defer signal.Stop(t.sigchld)
 	tick := time.NewTicker(tracerTick)
 	defer tick.Stop()
 	for {
@@ -294,7 +279,7 @@ func (t *tracer) loop() {
 		case r := <-t.follows:
 			r.reply <- t.seizeAll(r.pid)
 			t.drain()
-		case <-t.kick:
+		case <-t.sigchld:
 			t.drain()
 		case <-tick.C:
 			// Drained even with no tracee on record: a stop nobody
