@@ -130,8 +130,17 @@ type followReq struct {
 }
 
 type tracee struct {
-	tid         int // the thread that called exec
-	d           Verdict
+	tid int // the thread that called exec
+	d   Verdict // the check; its root field is never used (see root)
+	// root, when hasRoot, is a descriptor of the caller's root directory
+	// as proven at the check (sandboxView.openRoot), held for the exec
+	// event: the task is the same one (attached since the check), and it
+	// cannot have changed its root or mount namespace since, having run no
+	// instruction of its own in between (an exec that fails returns to it
+	// still attached, and its next exec is checked again, which replaces
+	// root). The exec event then needs no second proof.
+	root    int
+	hasRoot bool
 	deadline    time.Time
 	interrupted bool
 	killed      bool
@@ -289,8 +298,9 @@ func (t *tracer) loop() {
 				t.expire()
 			}
 		case <-t.stop:
-			for tid := range t.tracees {
+			for tid, tr := range t.tracees {
 				_ = unix.PtraceDetach(tid)
+				tr.release()
 			}
 			return
 		}
@@ -303,12 +313,14 @@ func (t *tracer) seize(r attachReq) error {
 			// The exec was interrupted by a signal and notified again, or
 			// failed and was retried: we are still attached from the first
 			// time. Judge the new attempt.
+			tr.release()
 			tr.d, tr.deadline, tr.interrupted = r.d, time.Now().Add(execEventWait), false
+			tr.hold(r.d.root)
 			return nil
 		}
 		// An entry for a task that is gone, and tid another task now (a
 		// recycled id): never trusted, seized anew.
-		delete(t.tracees, r.tid)
+		t.forget(r.tid)
 	}
 	opts := unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
 	// The seize can only wait forever behind a task this thread must reap
@@ -331,8 +343,39 @@ func (t *tracer) seize(r attachReq) error {
 	if e != 0 {
 		return fmt.Errorf("%w: ptrace(PTRACE_SEIZE, %d): %v", errAttach, r.tid, e)
 	}
-	t.tracees[r.tid] = &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
+	tr := &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
+	tr.hold(r.d.root)
+	t.tracees[r.tid] = tr
 	return nil
+}
+
+// hold keeps a duplicate of root, the caller's root proven at the check
+// (the checker closes its own), for the exec event; without one the event
+// proves the root again.
+func (tr *tracee) hold(root int) {
+	tr.d.root = -1
+	if root < 0 {
+		return
+	}
+	if fd, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+		tr.root, tr.hasRoot = fd, true
+	}
+}
+
+// release closes the root tr holds, if any.
+func (tr *tracee) release() {
+	if tr.hasRoot {
+		unix.Close(tr.root)
+		tr.root, tr.hasRoot = -1, false
+	}
+}
+
+// forget drops tid's entry and what it holds.
+func (t *tracer) forget(tid int) {
+	if tr := t.tracees[tid]; tr != nil {
+		tr.release()
+		delete(t.tracees, tid)
+	}
 }
 
 // seizeTimeout bounds a PTRACE_SEIZE (see watchSeize).
@@ -420,7 +463,7 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 	}
 	switch {
 	case ws.Exited() || ws.Signaled():
-		delete(t.tracees, pid)
+		t.forget(pid)
 	case ws.Stopped() && ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC:
 		// The event message is the exec'ing thread's former tid: a thread
 		// that is not the leader takes the leader's pid, and the leader is
@@ -431,8 +474,8 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 		tr := t.tracees[pid]
 		if old, err := unix.PtraceGetEventMsg(pid); err == nil && int(old) != pid {
 			tr = t.tracees[int(old)]
-			delete(t.tracees, int(old))
-			delete(t.tracees, pid)
+			delete(t.tracees, int(old)) // moved to pid below
+			t.forget(pid)
 		}
 		if tr == nil {
 			// Only callers this tracer attached to report exec events,
@@ -471,7 +514,7 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 // would never see it die.
 func (t *tracer) detach(tr *tracee) {
 	if err := unix.PtraceDetach(tr.tid); err == nil {
-		delete(t.tracees, tr.tid)
+		t.forget(tr.tid)
 		return
 	}
 	tr.killed = true // dying: drain reaps its exit
@@ -498,7 +541,7 @@ func (t *tracer) expire() {
 // record, and reports it.
 func (t *tracer) unmatched(pid int) {
 	start := time.Now()
-	_, d := t.decideImage(pid, &Verdict{})
+	_, d := t.decideImage(pid, &Verdict{}, -1)
 	_ = unix.Kill(pid, unix.SIGKILL)
 	t.tracees[pid] = &tracee{tid: pid, killed: true} // its death is consumed by drain
 	t.log.Error("exec event with no check on record: killed", "pid", pid)
@@ -517,7 +560,11 @@ func (t *tracer) unmatched(pid int) {
 // loaded, before any of it runs.
 func (t *tracer) verify(pid int, tr *tracee) {
 	start := time.Now()
-	ok, d := t.decideImage(pid, &tr.d)
+	held := -1
+	if tr.hasRoot {
+		held = tr.root
+	}
+	ok, d := t.decideImage(pid, &tr.d, held)
 	if ok {
 		if t.exec != nil && d.Exec.Argv != nil {
 			d.Time, d.Pid = start, pid
@@ -557,7 +604,7 @@ func (t *tracer) verify(pid int, tr *tracee) {
 // holds for the same argv only. It returns whether the image may run, and
 // the decision; a nil Argv in it means pid vanished (killed by someone else
 // while stopped): denied, with nothing to report.
-func (t *tracer) decideImage(pid int, checked *Verdict) (bool, Verdict) {
+func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Verdict) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	d := Verdict{root: -1}
 	deny := policy.Result{Decision: policy.Deny}
@@ -580,12 +627,16 @@ func (t *tracer) decideImage(pid int, checked *Verdict) (bool, Verdict) {
 	// The new image runs in its caller's namespaces: they must still be
 	// the sandbox's (nothing there can change them; check anyway, since
 	// every path below is read in that root).
-	root, err := t.judge.files.sandbox.openRoot(pid)
-	if err != nil {
-		d.Reason = reasonForeign
-		return false, d
+	root := heldRoot // proven at the check for this very task (see tracee.root)
+	if root < 0 {
+		r, err := t.judge.files.sandbox.openRoot(pid)
+		if err != nil {
+			d.Reason = reasonForeign
+			return false, d
+		}
+		defer unix.Close(r)
+		root = r
 	}
-	defer unix.Close(root)
 	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
 		// interpreter): the path led elsewhere by the time the kernel
@@ -818,7 +869,7 @@ func groupStop(pid int) bool {
 func (t *tracer) followExec(pid int) {
 	start := time.Now()
 	var none Verdict
-	ok, d := t.decideImage(pid, &none)
+	ok, d := t.decideImage(pid, &none, -1)
 	d.Time, d.Pid = start, pid
 	if !ok && d.Result.Decision == policy.Ask && d.Exec.Argv != nil && t.ask != nil {
 		ok = t.ask(&d)
