@@ -310,7 +310,7 @@ func wedgeAfter(n int, recv func(int, *seccomp.Notif) error) func(int, *seccomp.
 func (s *Supervisor) Run() error {
 	defer close(s.done)
 	if s.tracer != nil && !s.ptraceOnly && s.listener >= 0 {
-		if err, ok := s.tracer.embed(s.serve); ok {
+		if ran, err := s.tracer.embed(s.serve); ran {
 			return err
 		}
 	}

@@ -130,7 +130,7 @@ type followReq struct {
 }
 
 type tracee struct {
-	tid int // the thread that called exec
+	tid int     // the thread that called exec
 	d   Verdict // the check; its root field is never used (see root)
 	// root, when hasRoot, is a descriptor of the caller's root directory
 	// as proven at the check (sandboxView.openRoot), held for the exec
@@ -139,8 +139,8 @@ type tracee struct {
 	// instruction of its own in between (an exec that fails returns to it
 	// still attached, and its next exec is checked again, which replaces
 	// root). The exec event then needs no second proof.
-	root    int
-	hasRoot bool
+	root        int
+	hasRoot     bool
 	deadline    time.Time
 	interrupted bool
 	killed      bool
@@ -167,8 +167,8 @@ func newTracer(j judge, log *slog.Logger, report func(*Verdict)) *tracer {
 }
 
 // embed runs serve, the supervisor's receive loop, on the tracer's thread
-// until it returns, and returns its error; ok is false when the tracer has
-// stopped and serve must run elsewhere.
+// until it returns, and returns its error; ran is false when the tracer
+// has stopped and serve must run elsewhere.
 //
 // Every allowed exec is seized before it is answered, and ptrace requests
 // must come from the thread that attached: with the receive loop on another
@@ -186,7 +186,7 @@ func newTracer(j judge, log *slog.Logger, report func(*Verdict)) *tracer {
 // thread outside ppoll and wakes nothing: the loop polls with a short
 // timeout (pendingTick) while a tracee is on record, which bounds that
 // case's delay, and never waits on a signal alone.
-func (t *tracer) embed(serve func(embedded bool) error) (err error, ok bool) {
+func (t *tracer) embed(serve func(embedded bool) error) (ran bool, err error) {
 	res := make(chan error, 1)
 	run := func() {
 		signal.Stop(t.sigchld)
@@ -203,9 +203,9 @@ func (t *tracer) embed(serve func(embedded bool) error) (err error, ok bool) {
 	select {
 	case t.runs <- run:
 	case <-t.done:
-		return nil, false
+		return false, nil
 	}
-	return <-res, true
+	return true, <-res
 }
 
 // pendingTick is how long an embedded receive loop sleeps at most while a
