@@ -75,6 +75,10 @@ func connectTable() (map[createKey]bool, error) {
 // own. A socket connected by one process and then passed to another
 // (inherited, SCM_RIGHTS) stays the first one's connection.
 func (s *Supervisor) handleConnect(n *kseccomp.Notif, direct bool) {
+	if s.opts.ConnectGate {
+		s.gateConnect(n, direct)
+		return
+	}
 	if direct {
 		s.noteConnect(n)
 	}
@@ -141,4 +145,167 @@ func (s *Supervisor) noteConnect(n *kseccomp.Notif) {
 		return
 	}
 	s.opts.OnConnect(ConnectEvent{Pid: pid, Inode: inode, Addr: ap})
+}
+
+// ConnectDenial is a connect the supervisor refused (Options.ConnectGate):
+// who called it, where to (Addr is invalid when the address could not be
+// read), and why.
+type ConnectDenial struct {
+	Pid    int
+	Addr   netip.AddrPort
+	Reason string
+}
+
+// gateConnect decides a connect when the supervisor is the sandbox's only
+// way to connect a TCP socket (Options.ConnectGate). Landlock refuses
+// every TCP connect the sandbox makes itself, so letting a call continue
+// can never open a TCP connection, whatever another thread changes
+// meanwhile (the address, or the socket behind the descriptor). A TCP
+// socket is connected here instead: the supervisor takes the caller's
+// socket (pidfd_getfd), reads the address once into its own memory,
+// checks that copy (127.0.0.1 or ::ffff:127.0.0.1 at a proxy port) and
+// connects its descriptor of the same socket to it, so what was checked
+// is what is connected. The caller gets connect's result (0, or its
+// error: EINPROGRESS on a non-blocking socket).
+func (s *Supervisor) gateConnect(n *kseccomp.Notif, direct bool) {
+	resp := kseccomp.NotifResp{ID: n.ID}
+	errno, denial := s.gate(n, direct)
+	switch {
+	case errno == 0 && denial == nil:
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	case errno == okConnected:
+	default:
+		resp.Error = -int32(errno)
+	}
+	if err := kseccomp.NotifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
+		s.log.Error("answering connect notification", "pid", n.Pid, "err", err)
+		return
+	}
+	if denial != nil && s.opts.OnConnectDenied != nil {
+		s.opts.OnConnectDenied(*denial)
+	}
+}
+
+// okConnected is gate's answer for a connect the supervisor made, which
+// succeeded: the call returns 0 without running.
+const okConnected = unix.Errno(^uintptr(0) >> 1)
+
+// gate returns 0 and no denial to let the call continue (not a TCP
+// socket), okConnected when it connected the socket, or the errno to
+// fail the call with (and, for a refusal of policy, the denial to
+// report).
+func (s *Supervisor) gate(n *kseccomp.Notif, direct bool) (unix.Errno, *ConnectDenial) {
+	pid := int(n.Pid)
+	if !direct || pid == 0 {
+		// i386's socketcall: Landlock refuses its TCP connects (its
+		// arguments are in memory; the supervisor does not emulate it).
+		return 0, nil
+	}
+	args := n.Data.Args
+	if n.Data.Arch == unix.AUDIT_ARCH_I386 || n.Data.Nr&x32Bit != 0 {
+		for i := range args {
+			args[i] &= 0xffffffff
+		}
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return unix.ESRCH, nil
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, int(int32(args[0])), 0)
+	if err != nil {
+		if errors.Is(err, unix.EBADF) {
+			return unix.EBADF, nil
+		}
+		// Not allowed to take it (a caller that made itself
+		// non-dumpable): its TCP connects cannot be checked.
+		return unix.EACCES, &ConnectDenial{Pid: pid, Reason: "cordon cannot take the socket to check it (" + err.Error() + ")"}
+	}
+	defer unix.Close(fd)
+	// pid and its descriptor were read: it must still be the task that
+	// made this call.
+	if kseccomp.NotifIDValid(s.listener, n.ID) != nil {
+		return unix.ESRCH, nil
+	}
+	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return unix.ENOTSOCK, nil
+	}
+	if domain != unix.AF_INET && domain != unix.AF_INET6 {
+		// Landlock refuses a TCP connect even if the descriptor names
+		// another socket by the time the call runs.
+		return 0, nil
+	}
+	var b [unix.SizeofSockaddrInet6]byte
+	size := min(args[2], uint64(len(b)))
+	got, err := s.mem.readAt(pid, args[1], b[:size])
+	if err != nil || got < 4 {
+		return unix.EFAULT, nil
+	}
+	ap, sa, ok := loopbackAddr(domain, b[:got])
+	typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	proto, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
+	switch {
+	case typ != unix.SOCK_STREAM || proto != unix.IPPROTO_TCP:
+		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: "not a TCP socket"}
+	case !ok:
+		reason := "only cordon's proxy on 127.0.0.1 is reachable"
+		if len(s.opts.ConnectPorts) == 0 {
+			reason = "--net none"
+		}
+		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: reason}
+	case !slices.Contains(s.opts.ConnectPorts, ap.Port()):
+		reason := "only cordon's proxy on 127.0.0.1 is reachable"
+		if len(s.opts.ConnectPorts) == 0 {
+			reason = "--net none"
+		}
+		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: reason}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return unix.EBADF, nil
+	}
+	// Recorded before the connection exists: the proxy finds its owner
+	// when it accepts.
+	if s.opts.OnConnect != nil {
+		s.opts.OnConnect(ConnectEvent{Pid: pid, Inode: st.Ino, Addr: ap})
+	}
+	if err := unix.Connect(fd, sa); err != nil {
+		errno, ok := err.(unix.Errno)
+		if !ok || errno == 0 {
+			errno = unix.EINVAL
+		}
+		return errno, nil
+	}
+	return okConnected, nil
+}
+
+// loopbackAddr parses a connect address read from the caller (b, of a
+// socket of family domain) into the address it names and, when that is
+// 127.0.0.1 (as AF_INET, or IPv4-mapped on an AF_INET6 socket), the
+// supervisor's own sockaddr for it. ok is false for anything else.
+func loopbackAddr(domain int, b []byte) (netip.AddrPort, unix.Sockaddr, bool) {
+	ne := binary.NativeEndian
+	family := ne.Uint16(b[0:2])
+	if len(b) < 4 {
+		return netip.AddrPort{}, nil, false
+	}
+	port := binary.BigEndian.Uint16(b[2:4])
+	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	switch {
+	case family == unix.AF_INET && domain == unix.AF_INET && len(b) >= 8:
+		ap := netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port)
+		if ap.Addr() != lo {
+			return ap, nil, false
+		}
+		return ap, &unix.SockaddrInet4{Port: int(port), Addr: lo.As4()}, true
+	case family == unix.AF_INET6 && domain == unix.AF_INET6 && len(b) >= 24:
+		a := netip.AddrFrom16([16]byte(b[8:24]))
+		ap := netip.AddrPortFrom(a.Unmap(), port)
+		if !a.Is4In6() || a.Unmap() != lo {
+			return ap, nil, false
+		}
+		return ap, &unix.SockaddrInet6{Port: int(port), Addr: a.As16()}, true
+	}
+	return netip.AddrPort{}, nil, false
 }

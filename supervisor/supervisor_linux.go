@@ -133,6 +133,16 @@ type Options struct {
 	// continues: this attributes connections, it decides none.
 	ConnectPorts []uint16
 	OnConnect    func(ConnectEvent)
+	// ConnectGate makes the supervisor the only way a TCP socket of the
+	// sandbox connects (the landlock tier's --net filter and --net none,
+	// where Landlock refuses every TCP connect of the sandbox itself): a
+	// connect of a TCP socket to 127.0.0.1 at one of ConnectPorts is
+	// made by the supervisor, on its own copy of the socket and of the
+	// address (decideConnect); every other connect of an AF_INET or
+	// AF_INET6 socket is refused and reported to OnConnectDenied. Other
+	// sockets' connects continue. The filter must be GatedFilter's.
+	ConnectGate     bool
+	OnConnectDenied func(ConnectDenial)
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -215,7 +225,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 			return nil, err
 		}
 	}
-	if opts.OnConnect != nil {
+	if opts.OnConnect != nil || opts.ConnectGate {
 		if s.connects, err = connectTable(); err != nil {
 			unix.Close(wake)
 			return nil, err

@@ -216,7 +216,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
 		if (netMode != "" && netMode != bwrap.NetHost) || eff.cfg.Network != nil || len(o.rw) > 0 || len(o.ro) > 0 {
-			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap (landlock takes --rw and --ro)")
+			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap or landlock")
 		}
 		// Without a sandbox nothing can be hidden or made read-only:
 		// rules asked for explicitly fail instead of being ignored.
