@@ -310,7 +310,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	}
 	sp.box.HideFiles = present
 	*hidden = present
-	if filtered {
+	if filtered || gated {
 		// What each process was exec'd as, for attribution: from the
 		// execs the kernel performed (verified at the exec event), not
 		// from decisions, which an exec that then fails would leave

@@ -177,12 +177,13 @@ func (s *Supervisor) gateConnect(n *kseccomp.Notif, direct bool) {
 	default:
 		resp.Error = -int32(errno)
 	}
-	if err := kseccomp.NotifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
-		s.log.Error("answering connect notification", "pid", n.Pid, "err", err)
-		return
-	}
+	// Reported before the answer, while the caller waits: what it was
+	// exec'd as is still its own.
 	if denial != nil && s.opts.OnConnectDenied != nil {
 		s.opts.OnConnectDenied(*denial)
+	}
+	if err := kseccomp.NotifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
+		s.log.Error("answering connect notification", "pid", n.Pid, "err", err)
 	}
 }
 
