@@ -358,3 +358,27 @@ func TestLandlockNetFilterUnprivileged(t *testing.T) {
 	assert.Equal(t, "65534\nhello host="+allowed+" path=/proxied\ndirect_rc=7\n", string(out), "stderr: %s", errBuf.String())
 	assert.Contains(t, errBuf.String(), "cordon: denied: connect "+allowed+" by curl")
 }
+
+// TestLandlockNetFilterSession: a daemon session in the landlock tier gets
+// the same network filter: each exec has the proxy's variables, reaches
+// an allowed server through it, and cannot connect directly.
+func TestLandlockNetFilterSession(t *testing.T) {
+	requireLandlockNet(t)
+	d := newDaemonEnv(t)
+	d.start()
+	work := t.TempDir()
+	s := startNetServers(t, work)
+	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
+	r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "llnet", "--isolation", "landlock", "--allow-net", allowed)
+	require.Equal(t, 0, r.code, r.stderr)
+	for i := range 2 {
+		r = d.cordonOpts(runOpts{dir: work}, "exec", "--session", "llnet", "-c",
+			fmt.Sprintf("curl -sS -m 10 http://%s/s%d; curl -sS -m 10 --noproxy '*' http://%s/direct; echo direct_rc=$?", allowed, i, allowed))
+		assert.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, fmt.Sprintf("hello host=%s path=/s%d", allowed, i), r.stderr)
+		assert.NotContains(t, r.stdout, "path=/direct")
+		assert.Contains(t, r.stdout, "direct_rc=7")
+	}
+	r = d.cordonOpts(runOpts{dir: work}, "session", "rm", "llnet")
+	require.Equal(t, 0, r.code, r.stderr)
+}
