@@ -551,13 +551,17 @@ func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
 }
 
 // NetDenialLine is the line cordon prints for a refused connection:
-// cordon: denied: connect HOST:PORT by ARGV (rule: ...).
+// cordon: denied: connect HOST:PORT by ARGV (rule: ...), or for a listen
+// the landlock tier refused: cordon: denied: listen by ARGV (rule: ...).
 func NetDenialLine(r *netproxy.Record) string {
 	by := "an unidentified process"
 	if len(r.Owner.Argv) > 0 {
 		by = supervisor.FormatArgv(r.Owner.Argv)
 	} else if r.Owner.Pid > 0 {
 		by = "pid " + strconv.Itoa(r.Owner.Pid)
+	}
+	if r.Proto == "listen" {
+		return fmt.Sprintf("cordon: denied: listen by %s (rule: %s)", by, r.RuleText())
 	}
 	return fmt.Sprintf("cordon: denied: connect %s by %s (rule: %s)",
 		net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))), by, r.RuleText())
@@ -712,9 +716,12 @@ func connectDenied(execs *execTable, initPid int, onNet func(*netproxy.Record)) 
 		}
 		rec := &netproxy.Record{Time: time.Now(), Proto: "connect", Decision: policy.Deny, Reason: d.Reason,
 			Owner: netproxy.Owner{Pid: d.Pid}}
-		if d.Addr.IsValid() {
+		switch {
+		case d.Listen:
+			rec.Proto = "listen"
+		case d.Addr.IsValid():
 			rec.Host, rec.Port = d.Addr.Addr().String(), d.Addr.Port()
-		} else {
+		default:
 			rec.Host = "?"
 		}
 		if _, argv, ok := chainPrograms(initPid, execs, d.Pid); ok {

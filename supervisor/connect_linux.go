@@ -25,17 +25,27 @@ type ConnectEvent struct {
 	Addr  netip.AddrPort
 }
 
-// i386's system call numbers of connect and socketcall.
+// i386's system call numbers of connect, listen and socketcall.
 const (
 	i386Connect    = 362
+	i386Listen     = 363
 	i386Socketcall = 102
 )
 
-// connectTable maps every architecture's number of connect, and i386's
-// socketcall (which libseccomp notifies for a connect rule too), to
-// whether the call is the direct connect.
-func connectTable() (map[createKey]bool, error) {
-	out := map[createKey]bool{}
+// netCall is which call a notification of the network rules is.
+type netCall int
+
+const (
+	callConnect    netCall = iota
+	callSocketcall         // i386's multiplexed call: its arguments are in memory
+	callListen             // GatedFilter's
+)
+
+// connectTable maps every architecture's number of connect and listen,
+// and i386's socketcall (which libseccomp notifies for a connect rule
+// too), to which call it is.
+func connectTable() (map[createKey]netCall, error) {
+	out := map[createKey]netCall{}
 	for _, a := range []struct {
 		arch  seccomp.ScmpArch
 		audit uint32
@@ -44,7 +54,7 @@ func connectTable() (map[createKey]bool, error) {
 		{seccomp.ArchX32, unix.AUDIT_ARCH_X86_64},
 		{seccomp.ArchX86, unix.AUDIT_ARCH_I386},
 	} {
-		for _, name := range []string{"connect", "socketcall"} {
+		for _, name := range []string{"connect", "socketcall", "listen"} {
 			sc, err := seccomp.GetSyscallFromNameByArch(name, a.arch)
 			if err != nil {
 				if errors.Is(err, seccomp.ErrSyscallDoesNotExist) {
@@ -55,14 +65,15 @@ func connectTable() (map[createKey]bool, error) {
 			if sc < 0 {
 				continue
 			}
-			out[createKey{a.audit, int32(sc)}] = name == "connect"
+			out[createKey{a.audit, int32(sc)}] = map[string]netCall{"connect": callConnect, "socketcall": callSocketcall, "listen": callListen}[name]
 		}
 	}
 	// libseccomp resolves i386's connect to a pseudo number (it is
 	// multiplexed through socketcall there) but its rule also notifies the
 	// direct call the kernel has had since 4.3: both numbers, by hand.
-	out[createKey{unix.AUDIT_ARCH_I386, i386Connect}] = true
-	out[createKey{unix.AUDIT_ARCH_I386, i386Socketcall}] = false
+	out[createKey{unix.AUDIT_ARCH_I386, i386Connect}] = callConnect
+	out[createKey{unix.AUDIT_ARCH_I386, i386Listen}] = callListen
+	out[createKey{unix.AUDIT_ARCH_I386, i386Socketcall}] = callSocketcall
 	return out, nil
 }
 
@@ -74,12 +85,12 @@ func connectTable() (map[createKey]bool, error) {
 // programs do not match it), or records the caller for a socket of its
 // own. A socket connected by one process and then passed to another
 // (inherited, SCM_RIGHTS) stays the first one's connection.
-func (s *Supervisor) handleConnect(n *kseccomp.Notif, direct bool) {
+func (s *Supervisor) handleConnect(n *kseccomp.Notif, call netCall) {
 	if s.opts.ConnectGate {
-		s.gateConnect(n, direct)
+		s.gateConnect(n, call)
 		return
 	}
-	if direct {
+	if call == callConnect {
 		s.noteConnect(n)
 	}
 	resp := kseccomp.NotifResp{ID: n.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE}
@@ -151,8 +162,10 @@ func (s *Supervisor) noteConnect(n *kseccomp.Notif) {
 // who called it, where to (Addr is invalid when the address could not be
 // read), and why.
 type ConnectDenial struct {
-	Pid    int
-	Addr   netip.AddrPort
+	Pid  int
+	Addr netip.AddrPort
+	// Listen: a listen, not a connect (Addr is invalid).
+	Listen bool
 	Reason string
 }
 
@@ -167,9 +180,9 @@ type ConnectDenial struct {
 // connects its descriptor of the same socket to it, so what was checked
 // is what is connected. The caller gets connect's result (0, or its
 // error: EINPROGRESS on a non-blocking socket).
-func (s *Supervisor) gateConnect(n *kseccomp.Notif, direct bool) {
+func (s *Supervisor) gateConnect(n *kseccomp.Notif, call netCall) {
 	resp := kseccomp.NotifResp{ID: n.ID}
-	errno, denial := s.gate(n, direct)
+	errno, denial := s.gate(n, call)
 	switch {
 	case errno == 0 && denial == nil:
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
@@ -195,11 +208,11 @@ const okConnected = unix.Errno(^uintptr(0) >> 1)
 // socket), okConnected when it connected the socket, or the errno to
 // fail the call with (and, for a refusal of policy, the denial to
 // report).
-func (s *Supervisor) gate(n *kseccomp.Notif, direct bool) (unix.Errno, *ConnectDenial) {
+func (s *Supervisor) gate(n *kseccomp.Notif, call netCall) (unix.Errno, *ConnectDenial) {
 	pid := int(n.Pid)
-	if !direct || pid == 0 {
-		// i386's socketcall: Landlock refuses its TCP connects (its
-		// arguments are in memory; the supervisor does not emulate it).
+	if call == callSocketcall || pid == 0 {
+		// GatedFilter refuses socketcall before it is notified; were
+		// it not, Landlock would refuse its TCP connects.
 		return 0, nil
 	}
 	args := n.Data.Args
@@ -231,6 +244,9 @@ func (s *Supervisor) gate(n *kseccomp.Notif, direct bool) (unix.Errno, *ConnectD
 	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
 		return unix.ENOTSOCK, nil
+	}
+	if call == callListen {
+		return s.gateListen(pid, fd, domain, args[1])
 	}
 	if domain != unix.AF_INET && domain != unix.AF_INET6 {
 		// Landlock refuses a TCP connect even if the descriptor names
@@ -286,11 +302,10 @@ func (s *Supervisor) gate(n *kseccomp.Notif, direct bool) (unix.Errno, *ConnectD
 // 127.0.0.1 (as AF_INET, or IPv4-mapped on an AF_INET6 socket), the
 // supervisor's own sockaddr for it. ok is false for anything else.
 func loopbackAddr(domain int, b []byte) (netip.AddrPort, unix.Sockaddr, bool) {
-	ne := binary.NativeEndian
-	family := ne.Uint16(b[0:2])
 	if len(b) < 4 {
 		return netip.AddrPort{}, nil, false
 	}
+	family := binary.NativeEndian.Uint16(b[0:2])
 	port := binary.BigEndian.Uint16(b[2:4])
 	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	switch {
@@ -309,4 +324,26 @@ func loopbackAddr(domain int, b []byte) (netip.AddrPort, unix.Sockaddr, bool) {
 		return ap, &unix.SockaddrInet6{Port: int(port), Addr: a.As16()}, true
 	}
 	return netip.AddrPort{}, nil, false
+}
+
+// gateListen decides listen(fd, backlog) on the socket the supervisor took
+// (fd, of family domain). Landlock refuses binding a TCP port, but
+// listen() on an unbound socket binds an ephemeral one without bind(2):
+// a port on the host's network that anything may connect to. An AF_INET
+// or AF_INET6 socket may not listen; any other is made to listen here, on
+// the supervisor's descriptor of the socket that was checked (letting
+// the call continue would listen on whatever the descriptor names by
+// then).
+func (s *Supervisor) gateListen(pid, fd, domain int, backlog uint64) (unix.Errno, *ConnectDenial) {
+	if domain == unix.AF_INET || domain == unix.AF_INET6 {
+		return unix.EACCES, &ConnectDenial{Pid: pid, Listen: true, Reason: "listening on a TCP port of the host's network"}
+	}
+	if err := unix.Listen(fd, int(int32(backlog))); err != nil {
+		errno, ok := err.(unix.Errno)
+		if !ok || errno == 0 {
+			errno = unix.EINVAL
+		}
+		return errno, nil
+	}
+	return okConnected, nil
 }

@@ -19,6 +19,8 @@ import (
 //   - socketpair is unaffected (its sockets have no address);
 //   - sendto, sendmsg and sendmmsg with MSG_FASTOPEN: EOPNOTSUPP (TCP
 //     Fast Open connects without connect(2));
+//   - listen: notified, and refused on TCP sockets by the supervisor
+//     (gateListen);
 //   - i386's socketcall: ENOSYS (its arguments are in memory, where the
 //     filter cannot read them; glibc uses the direct calls the kernel has
 //     had since 4.3).
@@ -93,6 +95,11 @@ func addSocketRules(f *seccomp.ScmpFilter) error {
 		if err := rule(c.name, eopnotsupp, cond(c.arg, seccomp.CompareMaskedEqual, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN)); err != nil {
 			return err
 		}
+	}
+	// listen is decided by the supervisor (Options.ConnectGate): not on a
+	// TCP socket, which would get an ephemeral port without bind(2).
+	if err := rule("listen", seccomp.ActNotify); err != nil {
+		return err
 	}
 	// Unconditional, so it also replaces the connect notification
 	// libseccomp derives for socketcall(SYS_CONNECT).

@@ -175,9 +175,9 @@ type Supervisor struct {
 	// ProtectedNames) to what to check in them.
 	creates map[createKey]*createCall
 	// connects maps the connect calls FilterWith notifies (with
-	// OnConnect) to whether they are the direct call (false: i386's
-	// multiplexed socketcall, whose arguments are not read).
-	connects map[createKey]bool
+	// OnConnect), and the listen calls GatedFilter does, to which they
+	// are (netCall).
+	connects map[createKey]netCall
 
 	// recv is seccomp.NotifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccomp.Notif) error
@@ -403,8 +403,8 @@ func (s *Supervisor) handle(n *seccomp.Notif) {
 		s.handleCreate(n, c)
 		return
 	}
-	if direct, ok := s.connects[createKey{n.Data.Arch, n.Data.Nr}]; ok {
-		s.handleConnect(n, direct)
+	if call, ok := s.connects[createKey{n.Data.Arch, n.Data.Nr}]; ok {
+		s.handleConnect(n, call)
 		return
 	}
 	start := time.Now()

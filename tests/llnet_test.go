@@ -92,6 +92,21 @@ t("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132))
 t("mptcp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262))
 t("fastopen", fastopen)
 t("bind", bind_listen)
+def listen_unbound():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.listen(5)
+    print("listening_on=%s:%d" % s.getsockname())
+def unix_server():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind("llnet.sock")
+    s.listen(5)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect("llnet.sock")
+    a, _ = s.accept()
+    c.sendall(b"x")
+    assert a.recv(1) == b"x"
+t("listen_unbound", listen_unbound)
+t("unix_server", unix_server)
 t("unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
 t("socketpair", lambda: socket.socketpair())
 `
@@ -103,7 +118,8 @@ var llnetProbeWant = map[string]string{
 	"v6_loopback_proxy_port": "EACCES", "remote_proxy_port": "EACCES",
 	"udp": "EAFNOSUPPORT", "udp6": "EAFNOSUPPORT", "raw": "EAFNOSUPPORT", "packet": "EAFNOSUPPORT",
 	"vsock": "EAFNOSUPPORT", "sctp": "EAFNOSUPPORT", "mptcp": "EAFNOSUPPORT",
-	"fastopen": "ENOTSUP", "bind": "EACCES", "unix": "ok", "socketpair": "ok",
+	"fastopen": "ENOTSUP", "bind": "EACCES", "listen_unbound": "EACCES", "unix_server": "ok",
+	"unix": "ok", "socketpair": "ok",
 }
 
 // udpServer listens on the host's loopback and counts the datagrams it
@@ -142,7 +158,8 @@ func probeResults(stdout string) map[string]string {
 // denial line, and every other way out fails: direct connects, the
 // proxy's port at another address, UDP to a host server (which receives
 // nothing), raw, packet, vsock, SCTP and MPTCP sockets, TCP Fast Open,
-// listening.
+// binding a TCP port, and listening on one without a bind (the kernel
+// would pick a port of the host's network); a Unix socket server works.
 func TestLandlockNetFilter(t *testing.T) {
 	requireLandlockNet(t)
 	py := requireTool(t, "python3")
@@ -184,6 +201,8 @@ curl -sS -m 10 --noproxy '*' http://%[1]s/direct; echo direct_rc=$?
 	assert.Contains(t, r.stderr, "cordon: denied: connect [::1]:")
 	assert.Contains(t, r.stderr, "cordon: denied: connect 192.0.2.1:")
 	assert.Zero(t, udpGot.Load(), "no datagram reached the host's UDP server")
+	assert.Contains(t, r.stderr, "cordon: denied: listen by ")
+	assert.Contains(t, r.stderr, "probe.py "+fmt.Sprint(s.httpPort)+" "+fmt.Sprint(udpPort)+" (rule: listening on a TCP port of the host's network)")
 
 	// The proxy's and the supervisor's refusals are both audit records
 	// of kind net, naming the process.
@@ -313,7 +332,7 @@ func TestLandlockNetNone(t *testing.T) {
 	assert.Contains(t, r.stdout, "curl_rc=7")
 	assert.True(t, strings.HasPrefix(r.stdout, "0\n"), "no proxy variables: %s", r.stdout)
 	got := probeResults(r.stdout)
-	for _, k := range []string{"direct", "direct_v4mapped", "other_addr_proxy_port", "remote_proxy_port", "bind"} {
+	for _, k := range []string{"direct", "direct_v4mapped", "other_addr_proxy_port", "remote_proxy_port", "bind", "listen_unbound"} {
 		assert.Equal(t, "EACCES", got[k], "%s; stdout: %s", k, r.stdout)
 	}
 	for _, k := range []string{"udp", "udp6", "raw", "packet", "vsock", "sctp", "mptcp"} {
