@@ -180,9 +180,23 @@ type ConnectDenial struct {
 // connects its descriptor of the same socket to it, so what was checked
 // is what is connected. The caller gets connect's result (0, or its
 // error: EINPROGRESS on a non-blocking socket).
+//
+// The connect itself runs on a goroutine of its own, which answers when
+// it returns: a blocking connect to a proxy whose backlog is full waits
+// for the kernel's retries, and the other notifications of the sandbox
+// must not wait with it.
 func (s *Supervisor) gateConnect(n *kseccomp.Notif, call netCall) {
 	resp := kseccomp.NotifResp{ID: n.ID}
-	errno, denial := s.gate(n, call)
+	errno, denial, connect := s.gate(n, call)
+	if connect != nil {
+		go func() {
+			if errno := connect(); errno != 0 {
+				resp.Error = -int32(errno)
+			}
+			s.answerLate(&resp)
+		}()
+		return
+	}
 	switch {
 	case errno == 0 && denial == nil:
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
@@ -200,20 +214,35 @@ func (s *Supervisor) gateConnect(n *kseccomp.Notif, call netCall) {
 	}
 }
 
-// okConnected is gate's answer for a connect the supervisor made, which
+// answerLate answers a notification from another goroutine than Run's:
+// not once the listener is closed (its number may name another file by
+// then); the caller then has its answer from the kernel (ENOSYS).
+func (s *Supervisor) answerLate(resp *kseccomp.NotifResp) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed || s.listener < 0 {
+		return
+	}
+	if err := kseccomp.NotifSend(s.listener, resp); err != nil && !errors.Is(err, unix.ENOENT) {
+		s.log.Error("answering connect notification", "err", err)
+	}
+}
+
+// okConnected is gate's answer for a call the supervisor made, which
 // succeeded: the call returns 0 without running.
 const okConnected = unix.Errno(^uintptr(0) >> 1)
 
 // gate returns 0 and no denial to let the call continue (not a TCP
-// socket), okConnected when it connected the socket, or the errno to
-// fail the call with (and, for a refusal of policy, the denial to
-// report).
-func (s *Supervisor) gate(n *kseccomp.Notif, call netCall) (unix.Errno, *ConnectDenial) {
+// socket), okConnected when it made the call, or the errno to fail the
+// call with (and, for a refusal of policy, the denial to report); or,
+// for a connect to the proxy, the connect to make, which returns the
+// call's errno (0: connected).
+func (s *Supervisor) gate(n *kseccomp.Notif, call netCall) (errno unix.Errno, denial *ConnectDenial, connect func() unix.Errno) {
 	pid := int(n.Pid)
 	if call == callSocketcall || pid == 0 {
 		// GatedFilter refuses socketcall before it is notified; were
 		// it not, Landlock would refuse its TCP connects.
-		return 0, nil
+		return 0, nil, nil
 	}
 	args := n.Data.Args
 	if n.Data.Arch == unix.AUDIT_ARCH_I386 || n.Data.Nr&x32Bit != 0 {
@@ -223,75 +252,104 @@ func (s *Supervisor) gate(n *kseccomp.Notif, call netCall) (unix.Errno, *Connect
 	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return unix.ESRCH, nil
+		return unix.ESRCH, nil, nil
 	}
 	defer unix.Close(pidfd)
 	fd, err := unix.PidfdGetfd(pidfd, int(int32(args[0])), 0)
 	if err != nil {
 		if errors.Is(err, unix.EBADF) {
-			return unix.EBADF, nil
+			return unix.EBADF, nil, nil
 		}
 		// Not allowed to take it (a caller that made itself
 		// non-dumpable): its TCP connects cannot be checked.
-		return unix.EACCES, &ConnectDenial{Pid: pid, Reason: "cordon cannot take the socket to check it (" + err.Error() + ")"}
+		return unix.EACCES, &ConnectDenial{Pid: pid, Listen: call == callListen,
+			Reason: "cordon cannot take the socket to check it (" + err.Error() + ")"}, nil
 	}
-	defer unix.Close(fd)
+	keep := false // fd passes to connect
+	defer func() {
+		if !keep {
+			unix.Close(fd)
+		}
+	}()
 	// pid and its descriptor were read: it must still be the task that
 	// made this call.
 	if kseccomp.NotifIDValid(s.listener, n.ID) != nil {
-		return unix.ESRCH, nil
+		return unix.ESRCH, nil, nil
 	}
 	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
-		return unix.ENOTSOCK, nil
+		return unix.ENOTSOCK, nil, nil
 	}
 	if call == callListen {
-		return s.gateListen(pid, fd, domain, args[1])
+		errno, denial := s.gateListen(pid, fd, domain, args[1])
+		return errno, denial, nil
 	}
 	if domain != unix.AF_INET && domain != unix.AF_INET6 {
 		// Landlock refuses a TCP connect even if the descriptor names
 		// another socket by the time the call runs.
-		return 0, nil
+		return 0, nil, nil
 	}
 	var b [unix.SizeofSockaddrInet6]byte
 	size := min(args[2], uint64(len(b)))
 	got, err := s.mem.readAt(pid, args[1], b[:size])
 	if err != nil || got < 4 {
-		return unix.EFAULT, nil
+		return unix.EFAULT, nil, nil
 	}
 	ap, sa, ok := loopbackAddr(domain, b[:got])
 	typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
 	proto, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
-	switch {
-	case typ != unix.SOCK_STREAM || proto != unix.IPPROTO_TCP:
-		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: "not a TCP socket"}
-	case !ok:
+	if typ != unix.SOCK_STREAM || proto != unix.IPPROTO_TCP {
+		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: "not a TCP socket"}, nil
+	}
+	if !ok || !slices.Contains(s.opts.ConnectPorts, ap.Port()) {
 		reason := "only cordon's proxy on 127.0.0.1 is reachable"
 		if len(s.opts.ConnectPorts) == 0 {
 			reason = "--net none"
 		}
-		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: reason}
-	case !slices.Contains(s.opts.ConnectPorts, ap.Port()):
-		reason := "only cordon's proxy on 127.0.0.1 is reachable"
-		if len(s.opts.ConnectPorts) == 0 {
-			reason = "--net none"
-		}
-		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: reason}
+		return unix.EACCES, &ConnectDenial{Pid: pid, Addr: ap, Reason: reason}, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return unix.EBADF, nil
+		return unix.EBADF, nil, nil
 	}
 	// Recorded before the connection exists: the proxy finds its owner
 	// when it accepts.
 	if s.opts.OnConnect != nil {
 		s.opts.OnConnect(ConnectEvent{Pid: pid, Inode: st.Ino, Addr: ap})
 	}
-	if err := unix.Connect(fd, sa); err != nil {
-		errno, ok := err.(unix.Errno)
-		if !ok || errno == 0 {
-			errno = unix.EINVAL
-		}
+	keep = true
+	return 0, nil, func() unix.Errno {
+		defer unix.Close(fd)
+		return errnoOf(unix.Connect(fd, sa))
+	}
+}
+
+// errnoOf is err's errno for a seccomp answer: 0 for nil, EINVAL for an
+// error that is not one.
+func errnoOf(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	errno, ok := err.(unix.Errno)
+	if !ok || errno == 0 {
+		return unix.EINVAL
+	}
+	return errno
+}
+
+// gateListen decides listen(fd, backlog) on the socket the supervisor took
+// (fd, of family domain). Landlock refuses binding a TCP port, but
+// listen() on an unbound socket binds an ephemeral one without bind(2):
+// a port on the host's network that anything may connect to. An AF_INET
+// or AF_INET6 socket may not listen; any other is made to listen here, on
+// the supervisor's descriptor of the socket that was checked (letting
+// the call continue would listen on whatever the descriptor names by
+// then).
+func (s *Supervisor) gateListen(pid, fd, domain int, backlog uint64) (unix.Errno, *ConnectDenial) {
+	if domain == unix.AF_INET || domain == unix.AF_INET6 {
+		return unix.EACCES, &ConnectDenial{Pid: pid, Listen: true, Reason: "listening on a TCP port of the host's network"}
+	}
+	if errno := errnoOf(unix.Listen(fd, int(int32(backlog)))); errno != 0 {
 		return errno, nil
 	}
 	return okConnected, nil
@@ -324,26 +382,4 @@ func loopbackAddr(domain int, b []byte) (netip.AddrPort, unix.Sockaddr, bool) {
 		return ap, &unix.SockaddrInet6{Port: int(port), Addr: a.As16()}, true
 	}
 	return netip.AddrPort{}, nil, false
-}
-
-// gateListen decides listen(fd, backlog) on the socket the supervisor took
-// (fd, of family domain). Landlock refuses binding a TCP port, but
-// listen() on an unbound socket binds an ephemeral one without bind(2):
-// a port on the host's network that anything may connect to. An AF_INET
-// or AF_INET6 socket may not listen; any other is made to listen here, on
-// the supervisor's descriptor of the socket that was checked (letting
-// the call continue would listen on whatever the descriptor names by
-// then).
-func (s *Supervisor) gateListen(pid, fd, domain int, backlog uint64) (unix.Errno, *ConnectDenial) {
-	if domain == unix.AF_INET || domain == unix.AF_INET6 {
-		return unix.EACCES, &ConnectDenial{Pid: pid, Listen: true, Reason: "listening on a TCP port of the host's network"}
-	}
-	if err := unix.Listen(fd, int(int32(backlog))); err != nil {
-		errno, ok := err.(unix.Errno)
-		if !ok || errno == 0 {
-			errno = unix.EINVAL
-		}
-		return errno, nil
-	}
-	return okConnected, nil
 }
