@@ -401,3 +401,11 @@ func TestLandlockNetFilterSession(t *testing.T) {
 	r = d.cordonOpts(runOpts{dir: work}, "session", "rm", "llnet")
 	require.Equal(t, 0, r.code, r.stderr)
 }
+
+// TestLandlockNetFilterSSHProxyCommand: git over ssh through cordon's own
+// CONNECT client, which finds the landlock tier's proxy port in
+// http_proxy.
+func TestLandlockNetFilterSSHProxyCommand(t *testing.T) {
+	requireLandlockNet(t)
+	checkSSHProxyCommand(t, "--isolation", "landlock")
+}
