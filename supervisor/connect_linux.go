@@ -295,6 +295,10 @@ func (s *Supervisor) gate(n *kseccomp.Notif, call netCall) (errno unix.Errno, de
 	if err != nil || got < 4 {
 		return unix.EFAULT, nil, nil
 	}
+	// The memory read was the caller's (its pid not reused since).
+	if kseccomp.NotifIDValid(s.listener, n.ID) != nil {
+		return unix.ESRCH, nil, nil
+	}
 	ap, sa, ok := loopbackAddr(domain, b[:got])
 	typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
 	proto, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PROTOCOL)
