@@ -371,14 +371,27 @@ func TestLandlockNetFilterUnprivileged(t *testing.T) {
 	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
 		"--isolation", "landlock", "--allow-net", allowed, "--", "sh", "-c",
-		"id -u; curl -sS -m 10 http://"+allowed+"/proxied; curl -sS -m 10 --noproxy '*' http://"+allowed+"/direct; echo direct_rc=$?")
+		"id -u; curl -sS -m 10 http://"+allowed+"/proxied; curl -sS -m 10 --noproxy '*' http://"+allowed+"/direct; echo direct_rc=$?; "+
+			// A process that made itself non-dumpable cannot have its
+			// socket taken by a supervisor without privileges: its
+			// connects fail closed.
+			`python3 -c '
+import ctypes, errno, os, socket
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", int(os.environ["http_proxy"].rsplit(":", 1)[1]))); print("nondumpable=ok")
+except OSError as e:
+    print("nondumpable=" + errno.errorcode[e.errno])
+'`)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), raceEnv, "HOME="+work)
 	var errBuf strings.Builder
 	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
 	require.NoError(t, err, "stderr: %s", errBuf.String())
-	assert.Equal(t, "65534\nhello host="+allowed+" path=/proxied\ndirect_rc=7\n", string(out), "stderr: %s", errBuf.String())
+	assert.Equal(t, "65534\nhello host="+allowed+" path=/proxied\ndirect_rc=7\nnondumpable=EACCES\n", string(out), "stderr: %s", errBuf.String())
+	assert.Contains(t, errBuf.String(), "(rule: cordon cannot take the socket to check it")
 	assert.Contains(t, errBuf.String(), "cordon: denied: connect "+allowed+" by curl")
 }
 
