@@ -73,6 +73,11 @@ type Options struct {
 	// (peer is the client's address on the sandbox's loopback). nil, or a
 	// zero Owner: unknown, and rules limited with For do not match.
 	Owner func(peer netip.AddrPort) Owner
+	// RequireOwner refuses a connection whose Owner is unknown (zero
+	// Pid): where the listeners are on the host's loopback (the landlock
+	// tier), any program of the host can reach them, and only a
+	// connection the supervisor made for the sandbox has an owner.
+	RequireOwner bool
 	// Ask answers ask decisions; nil denies them.
 	Ask func(r *Record) bool
 	// OnRecord receives every record; it must not block for long.
@@ -298,6 +303,11 @@ func (p *Proxy) decide(ctx context.Context, proto, host string, port uint16, pee
 	rec := &Record{Time: time.Now(), Proto: proto, Host: host, Port: port, Decision: policy.Deny}
 	if p.o.Owner != nil {
 		rec.Owner = p.o.Owner(peer)
+	}
+	if p.o.RequireOwner && rec.Owner.Pid == 0 {
+		rec.Reason = "the connection is not from the sandbox"
+		p.report(rec)
+		return netip.AddrPort{}, rec
 	}
 	h, err := policy.NormalizeHost(host)
 	if err != nil {

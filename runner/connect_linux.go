@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func ConnectMain(args []string) int {
 		return 2
 	}
 	target := net.JoinHostPort(args[0], args[1])
-	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ProxyHTTPPort)))
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(proxyHTTPPortFromEnv()))))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cordon: connecting to the sandbox's proxy: %v (is this a --net filter sandbox?)\n", err)
 		return 1
@@ -60,4 +61,18 @@ func ConnectMain(args []string) int {
 	}()
 	_, _ = io.Copy(os.Stdout, br)
 	return 0
+}
+
+// proxyHTTPPortFromEnv is the proxy's HTTP port as ProxyEnv set it in
+// http_proxy (the landlock tier's is ephemeral), else ProxyHTTPPort.
+func proxyHTTPPortFromEnv() uint16 {
+	u, err := url.Parse(os.Getenv("http_proxy"))
+	if err != nil || u.Hostname() != "127.0.0.1" {
+		return ProxyHTTPPort
+	}
+	p, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil || p == 0 {
+		return ProxyHTTPPort
+	}
+	return uint16(p)
 }

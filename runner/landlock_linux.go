@@ -32,11 +32,12 @@ type landlockSpec struct {
 	// working directory, --rw paths, the git binds and the per-run
 	// temporary directory.
 	Write []string
-	// TCPConnect, when set, restricts TCP connect to these ports
-	// (--net filter: cordon's proxy). Needs ABI 4.
-	TCPConnect []uint16
-	// RestrictTCP says whether TCPConnect applies (an empty list then
-	// means no TCP connect at all).
+	// RestrictTCP refuses the sandbox every TCP connect and bind
+	// (--net filter and --net none; ABI 4). With --net filter the
+	// supervisor, which Landlock does not restrict, connects the
+	// sandbox's sockets to cordon's proxy (supervisor.ConnectGate):
+	// a port rule would let a connect to any address at the proxy's
+	// port through.
 	RestrictTCP bool
 	// ReadRoots, when set, replaces "/" as what is readable and
 	// executable (landlockCarve): every entry beside the paths deny_read
@@ -48,7 +49,6 @@ type landlockSpec struct {
 // wireLandlock is landlockSpec as it travels: paths as bytes.
 type wireLandlock struct {
 	Write       [][]byte `json:"write"`
-	TCPConnect  []uint16 `json:"tcp_connect,omitempty"`
 	RestrictTCP bool     `json:"restrict_tcp,omitempty"`
 	ReadRoots   [][]byte `json:"read_roots,omitempty"`
 	ReadDirs    [][]byte `json:"read_dirs,omitempty"`
@@ -58,7 +58,7 @@ func (l *landlockSpec) wire() *wireLandlock {
 	if l == nil {
 		return nil
 	}
-	return &wireLandlock{Write: toBytes(l.Write), TCPConnect: l.TCPConnect, RestrictTCP: l.RestrictTCP,
+	return &wireLandlock{Write: toBytes(l.Write), RestrictTCP: l.RestrictTCP,
 		ReadRoots: toBytes(l.ReadRoots), ReadDirs: toBytes(l.ReadDirs)}
 }
 
@@ -66,7 +66,7 @@ func (w *wireLandlock) spec() *landlockSpec {
 	if w == nil {
 		return nil
 	}
-	return &landlockSpec{Write: fromBytes(w.Write), TCPConnect: w.TCPConnect, RestrictTCP: w.RestrictTCP,
+	return &landlockSpec{Write: fromBytes(w.Write), RestrictTCP: w.RestrictTCP,
 		ReadRoots: fromBytes(w.ReadRoots), ReadDirs: fromBytes(w.ReadDirs)}
 }
 
@@ -102,15 +102,14 @@ func applyLandlock(spec *landlockSpec) error {
 	if preset.Scoped != 0 {
 		args = append(args, preset.Scoped)
 	}
-	var netRules []landlock.Rule
 	if spec.RestrictTCP {
 		if level < 4 {
-			return fmt.Errorf("--net filter in the landlock tier needs Landlock ABI 4 (Linux 6.7); this kernel has ABI %d", abi)
+			return fmt.Errorf("--net filter and --net none in the landlock tier need Landlock ABI 4 (Linux 6.7); this kernel has ABI %d", abi)
 		}
-		args = append(args, landlock.AccessNetSet(llsys.AccessNetConnectTCP))
-		for _, p := range spec.TCPConnect {
-			netRules = append(netRules, landlock.ConnectTCP(p))
-		}
+		// Handled with no rule: no port is granted. Bind too, so the
+		// sandbox cannot serve on a host port (programs of the host
+		// may trust what listens on their loopback).
+		args = append(args, landlock.AccessNetSet(llsys.AccessNetConnectTCP|llsys.AccessNetBindTCP))
 	}
 	cfg, err := landlock.NewConfig(args...)
 	if err != nil {
@@ -147,7 +146,6 @@ func applyLandlock(spec *landlockSpec) error {
 	if fi, err := os.Stat("/dev/pts"); err == nil && fi.IsDir() {
 		rules = append(rules, landlock.PathAccess(fsRights&(landlockFileRights&^llsys.AccessFSExecute|llsys.AccessFSReadDir), "/dev/pts"))
 	}
-	rules = append(rules, netRules...)
 	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("applying the landlock ruleset: %w", err)
 	}

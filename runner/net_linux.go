@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
@@ -38,26 +40,42 @@ func netMode(asked bwrap.Net, pol *policy.Policy, iso Isolation) (bwrap.Net, err
 			Hint: "drop --isolation none, or the network rules"}
 	}
 	if mode != bwrap.NetHost && iso == IsolationLandlock {
-		// Without a network namespace the proxy's ports would be the
-		// host's loopback, Landlock restricts TCP by port only (any
-		// address on an allowed port) and UDP not before ABI 10: the
-		// filter could not be the only way out. Never an unfiltered
-		// fallback.
-		return "", &SetupError{Err: fmt.Errorf("--net %s (or a policy with network rules) needs the bwrap tier: without a network namespace Landlock cannot make cordon's proxy the only way out", mode),
-			Hint: "make bubblewrap work here (cordon doctor says how), or drop --net and the network rules"}
+		// Without a network namespace the supervisor makes every TCP
+		// connect (to the proxy only) and Landlock refuses the
+		// sandbox's own (ABI 4); the seccomp filter refuses the other
+		// kinds of socket. Never an unfiltered fallback.
+		if abi := isolation.LandlockABI(); abi < 4 {
+			return "", &SetupError{Err: fmt.Errorf("--net %s (or a policy with network rules) in the landlock tier needs Landlock ABI 4 (Linux 6.7) to refuse the sandbox's own TCP connects; this kernel has ABI %d", mode, abi),
+				Hint: "make bubblewrap work here (cordon doctor says how), or drop --net and the network rules"}
+		}
 	}
 	return mode, nil
 }
+
+// ProxyPorts are the proxy's ports: ProxyHTTPPort and ProxySOCKSPort on a
+// bwrap sandbox's own loopback, ephemeral ones on the host's loopback in
+// the landlock tier.
+type ProxyPorts struct{ HTTP, SOCKS uint16 }
+
+// bwrapProxyPorts are the ports of the sandbox's own loopback.
+var bwrapProxyPorts = ProxyPorts{HTTP: ProxyHTTPPort, SOCKS: ProxySOCKSPort}
+
+func (p ProxyPorts) list() []uint16 { return []uint16{p.HTTP, p.SOCKS} }
 
 // ProxyEnv returns env with the variables that point proxy-aware clients
 // at cordon's proxy on the sandbox's loopback (--net filter). Values the
 // caller had for them are replaced: no other proxy is reachable. exe, when
 // set, is cordon's binary as the sandbox sees it: git over ssh gets it as
 // ssh's ProxyCommand (unless GIT_SSH_COMMAND is set already).
-func ProxyEnv(env []string, exe string) []string {
-	httpURL := fmt.Sprintf("http://127.0.0.1:%d", ProxyHTTPPort)
-	socksURL := fmt.Sprintf("socks5h://127.0.0.1:%d", ProxySOCKSPort)
-	noProxy := "localhost,127.0.0.1,::1"
+func ProxyEnv(env []string, exe string, ports ProxyPorts) []string {
+	httpURL := fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP)
+	socksURL := fmt.Sprintf("socks5h://127.0.0.1:%d", ports.SOCKS)
+	noProxy, javaNoProxy := "localhost,127.0.0.1,::1", "localhost|127.0.0.1"
+	if ports != bwrapProxyPorts {
+		// The landlock tier's loopback is the host's, which only the
+		// proxy reaches (under the rules): nothing goes direct.
+		noProxy, javaNoProxy = "", ""
+	}
 	set := [][2]string{
 		{"http_proxy", httpURL}, {"HTTP_PROXY", httpURL},
 		{"https_proxy", httpURL}, {"HTTPS_PROXY", httpURL},
@@ -70,8 +88,8 @@ func ProxyEnv(env []string, exe string) []string {
 		{"YARN_HTTP_PROXY", httpURL}, {"YARN_HTTPS_PROXY", httpURL},
 		{"PIP_PROXY", httpURL},
 	}
-	java := fmt.Sprintf("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=%d -Dhttp.nonProxyHosts=localhost|127.0.0.1",
-		ProxyHTTPPort, ProxyHTTPPort)
+	java := fmt.Sprintf("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=%d -Dhttp.nonProxyHosts=%s",
+		ports.HTTP, ports.HTTP, javaNoProxy)
 	names := map[string]bool{"JAVA_TOOL_OPTIONS": true}
 	for _, kv := range set {
 		names[kv[0]] = true
@@ -405,11 +423,11 @@ func (c *connTable) lookup(inode uint64) (netproxy.Owner, bool) {
 // No record (a connect the supervisor did not see, e.g. TCP Fast Open's
 // sendto, i386's socketcall, or a sandbox supervised with ptrace only):
 // the owner is unknown, and rules limited to programs do not match.
-func netOwner(initPid int, diag *sockDiag, conns *connTable, peer netip.AddrPort) netproxy.Owner {
-	inode := diag.inode(peer)
+func netOwner(initPid int, diag *sockDiag, conns *connTable, ports ProxyPorts, peer netip.AddrPort) netproxy.Owner {
+	inode := diag.inode(peer, ports)
 	if inode == "" {
 		// Slower (the kernel walks its whole TCP table), same answer.
-		inode = socketInode(initPid, peer)
+		inode = socketInode(initPid, peer, ports)
 	}
 	n, err := strconv.ParseUint(inode, 10, 64)
 	if err != nil || conns == nil {
@@ -444,7 +462,7 @@ func chainPrograms(initPid int, execs *execTable, pid int) (progs, argv []string
 
 // socketInode finds the inode of the sandbox's TCP socket whose local
 // address is peer and whose remote port is one of the proxy's.
-func socketInode(initPid int, peer netip.AddrPort) string {
+func socketInode(initPid int, peer netip.AddrPort, ports ProxyPorts) string {
 	for _, name := range []string{"tcp", "tcp6"} {
 		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", initPid, name))
 		if err != nil {
@@ -461,7 +479,7 @@ func socketInode(initPid int, peer netip.AddrPort) string {
 			if !ok1 || !ok2 || local.Addr().Unmap() != peer.Addr().Unmap() || local.Port() != peer.Port() {
 				continue
 			}
-			if remote.Port() != ProxyHTTPPort && remote.Port() != ProxySOCKSPort {
+			if remote.Port() != ports.HTTP && remote.Port() != ports.SOCKS {
 				continue
 			}
 			f.Close()
@@ -517,12 +535,15 @@ func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
 	if sp.policy != nil {
 		np = sp.policy.Network()
 	}
-	initPid, conns, diag := s.initPid, s.conns, s.diag
+	initPid, conns, diag, ports := s.initPid, s.conns, s.diag, s.ports
 	s.proxy = netproxy.New(netproxy.Options{
-		Policy:   np,
-		Owner:    func(peer netip.AddrPort) netproxy.Owner { return netOwner(initPid, diag, conns, peer) },
-		Ask:      sp.askNet,
-		OnRecord: sp.onNet,
+		Policy: np,
+		Owner: func(peer netip.AddrPort) netproxy.Owner {
+			return netOwner(initPid, diag, conns, ports, peer)
+		},
+		RequireOwner: s.gated,
+		Ask:          sp.askNet,
+		OnRecord:     sp.onNet,
 	})
 	go func() { _ = s.proxy.ServeHTTP(ls[0]) }()
 	go func() { _ = s.proxy.ServeSOCKS(ls[1]) }()
@@ -530,13 +551,17 @@ func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
 }
 
 // NetDenialLine is the line cordon prints for a refused connection:
-// cordon: denied: connect HOST:PORT by ARGV (rule: ...).
+// cordon: denied: connect HOST:PORT by ARGV (rule: ...), or for a listen
+// the landlock tier refused: cordon: denied: listen by ARGV (rule: ...).
 func NetDenialLine(r *netproxy.Record) string {
 	by := "an unidentified process"
 	if len(r.Owner.Argv) > 0 {
 		by = supervisor.FormatArgv(r.Owner.Argv)
 	} else if r.Owner.Pid > 0 {
 		by = "pid " + strconv.Itoa(r.Owner.Pid)
+	}
+	if r.Proto == "listen" {
+		return fmt.Sprintf("cordon: denied: listen by %s (rule: %s)", by, r.RuleText())
 	}
 	return fmt.Sprintf("cordon: denied: connect %s by %s (rule: %s)",
 		net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port))), by, r.RuleText())
@@ -554,11 +579,11 @@ type sockDiag struct {
 
 // inode returns the inode of the sandbox's TCP socket whose local address
 // is peer and whose remote is one of the proxy's ports, or "".
-func (d *sockDiag) inode(peer netip.AddrPort) string {
+func (d *sockDiag) inode(peer netip.AddrPort, ports ProxyPorts) string {
 	if d == nil {
 		return ""
 	}
-	for _, port := range []uint16{ProxyHTTPPort, ProxySOCKSPort} {
+	for _, port := range ports.list() {
 		if ino, ok := d.lookup(peer, port); ok {
 			return strconv.FormatUint(uint64(ino), 10)
 		}
@@ -639,5 +664,69 @@ func (d *sockDiag) close() {
 	if d.fd >= 0 {
 		unix.Close(d.fd)
 		d.fd = -1
+	}
+}
+
+// hostProxyListeners makes the landlock tier's proxy descriptors on the
+// host, where the sandbox's network is: listeners on 127.0.0.1 at ports
+// the kernel picks (concurrent runs never collide), then a sock_diag
+// socket, as the bwrap tier's init sends them (proxyListeners). It
+// returns the ports.
+func hostProxyListeners() ([]int, ProxyPorts, error) {
+	var fds []int
+	var ports [2]uint16
+	for i := range ports {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeAll(fds)
+			return nil, ProxyPorts{}, os.NewSyscallError("socket", err)
+		}
+		fds = append(fds, fd)
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			closeAll(fds)
+			return nil, ProxyPorts{}, fmt.Errorf("proxy listener on 127.0.0.1: %w", os.NewSyscallError("bind", err))
+		}
+		if err := unix.Listen(fd, 4096); err != nil {
+			closeAll(fds)
+			return nil, ProxyPorts{}, os.NewSyscallError("listen", err)
+		}
+		sa, err := unix.Getsockname(fd)
+		in4, ok := sa.(*unix.SockaddrInet4)
+		if err != nil || !ok {
+			closeAll(fds)
+			return nil, ProxyPorts{}, fmt.Errorf("proxy listener's port: %v", err)
+		}
+		ports[i] = uint16(in4.Port)
+	}
+	diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		closeAll(fds)
+		return nil, ProxyPorts{}, os.NewSyscallError("socket(NETLINK_SOCK_DIAG)", err)
+	}
+	return append(fds, diag), ProxyPorts{HTTP: ports[0], SOCKS: ports[1]}, nil
+}
+
+// connectDenied reports a connect the supervisor refused (ConnectGate) the
+// way the proxy reports its refusals: a record of kind "connect", whose
+// denial line names the address, the caller and the reason.
+func connectDenied(execs *execTable, initPid int, onNet func(*netproxy.Record)) func(supervisor.ConnectDenial) {
+	return func(d supervisor.ConnectDenial) {
+		if onNet == nil {
+			return
+		}
+		rec := &netproxy.Record{Time: time.Now(), Proto: "connect", Decision: policy.Deny, Reason: d.Reason,
+			Owner: netproxy.Owner{Pid: d.Pid}}
+		switch {
+		case d.Listen:
+			rec.Proto = "listen"
+		case d.Addr.IsValid():
+			rec.Host, rec.Port = d.Addr.Addr().String(), d.Addr.Port()
+		default:
+			rec.Host = "?"
+		}
+		if _, argv, ok := chainPrograms(initPid, execs, d.Pid); ok {
+			rec.Owner.Argv = argv
+		}
+		onNet(rec)
 	}
 }

@@ -1,6 +1,11 @@
 package runner
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
 
 func TestUnixSocketPath(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
@@ -38,4 +43,33 @@ func TestHideRaced(t *testing.T) {
 	if _, got := hideRaced(nil, hidden); got {
 		t.Error("hideRaced(nil) = true")
 	}
+}
+
+// TestProxyEnvPorts: the variables name the proxy's ports, and no_proxy
+// names the sandbox's own loopback only where it has one (bwrap's fixed
+// ports); on the landlock tier's ephemeral ports the host's loopback is
+// reached through the proxy.
+func TestProxyEnvPorts(t *testing.T) {
+	get := func(env []string, k string) string {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return "<unset>"
+	}
+	in := []string{"no_proxy=corp.example", "http_proxy=http://elsewhere:8080", "PATH=/bin"}
+	env := ProxyEnv(in, "", bwrapProxyPorts)
+	assert.Equal(t, "http://127.0.0.1:3128", get(env, "http_proxy"))
+	assert.Equal(t, "socks5h://127.0.0.1:1080", get(env, "ALL_PROXY"))
+	assert.Equal(t, "localhost,127.0.0.1,::1", get(env, "no_proxy"))
+	env = ProxyEnv(in, "/usr/bin/cordon", ProxyPorts{HTTP: 40001, SOCKS: 40002})
+	assert.Equal(t, "http://127.0.0.1:40001", get(env, "http_proxy"))
+	assert.Equal(t, "http://127.0.0.1:40001", get(env, "HTTPS_PROXY"))
+	assert.Equal(t, "socks5h://127.0.0.1:40002", get(env, "all_proxy"))
+	assert.Equal(t, "", get(env, "no_proxy"))
+	assert.Equal(t, "", get(env, "NO_PROXY"))
+	assert.Contains(t, get(env, "JAVA_TOOL_OPTIONS"), "-Dhttp.proxyPort=40001")
+	assert.Contains(t, get(env, "GIT_SSH_COMMAND"), "/usr/bin/cordon "+ConnectArg+" %h %p")
+	assert.Equal(t, "/bin", get(env, "PATH"))
 }

@@ -98,6 +98,16 @@ type Sandbox struct {
 	conns    *connTable // who connected each socket to the proxy
 	exe      string     // cordon's binary, as the sandbox sees it
 	diag     *sockDiag
+	// ports are the proxy's: fixed on the sandbox's own loopback
+	// (bwrap), ephemeral on the host's (landlock).
+	ports ProxyPorts
+	// gated: the landlock tier's --net filter or none, where the
+	// supervisor makes (or refuses) every TCP connect (ConnectGate);
+	// hostNet are the proxy's descriptors cordon made on the host for
+	// it (listeners and sock_diag), handed to startProxy at the
+	// handshake.
+	gated   bool
+	hostNet []int
 
 	sendMu sync.Mutex // one frame at a time on conn
 
@@ -379,7 +389,7 @@ func nsInitPidfd(initPid int) int {
 func (s *Sandbox) workloadEnv(env []string) []string {
 	env = scrubEnv(env, s.pol, s.log)
 	if s.filtered {
-		env = ProxyEnv(env, s.exe)
+		env = ProxyEnv(env, s.exe, s.ports)
 	}
 	if s.tmpdir != "" {
 		env = withTMPDIR(env, s.tmpdir)

@@ -270,15 +270,36 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		return nil, err
 	}
 	filtered := sp.box.Net == bwrap.NetFilter
+	// The landlock tier has no network namespace: with --net filter or
+	// none the supervisor gates every TCP connect (ConnectGate).
+	gated := sp.isolation == IsolationLandlock && sp.box.Net != bwrap.NetHost
 	execs := newExecTable()
 	var conns *connTable
+	ports := bwrapProxyPorts
+	var hostNet []int
 	if filtered {
-		cfg.NetListen = true
 		conns = newConnTable(execs)
+	}
+	switch {
+	case filtered && gated:
+		// Host sockets cannot be hidden without a mount namespace
+		// (README: the landlock tier's limits).
+		if hostNet, ports, err = hostProxyListeners(); err != nil {
+			return nil, &SetupError{Err: err}
+		}
+	case filtered:
+		cfg.NetListen = true
 		dirs, files := unixSocketHides()
 		sp.box.Hide = append(dirs, sp.box.Hide...)
 		sp.box.HideFiles = append(files, sp.box.HideFiles...)
 	}
+	// Until the Sandbox owns them.
+	ownNet := true
+	defer func() {
+		if ownNet {
+			closeAll(hostNet)
+		}
+	}()
 	// A file to hide that is gone (a daemon's socket, since removed) has
 	// nothing to hide, and bubblewrap cannot bind over it.
 	var present []string
@@ -289,7 +310,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	}
 	sp.box.HideFiles = present
 	*hidden = present
-	if filtered {
+	if filtered || gated {
 		// What each process was exec'd as, for attribution: from the
 		// execs the kernel performed (verified at the exec event), not
 		// from decisions, which an exec that then fails would leave
@@ -316,10 +337,17 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	}
 	// A filtered sandbox's connects are notified too: who connects a
 	// socket to the proxy is the connection's owner (see connTable).
-	if cfg.Filter, err = supervisor.FilterWith(creates, filtered); err != nil {
+	if gated {
+		cfg.Filter, err = supervisor.GatedFilter(creates)
+	} else {
+		cfg.Filter, err = supervisor.FilterWith(creates, filtered)
+	}
+	if err != nil {
 		return nil, &SetupError{Err: err}
 	}
-	if sp.fallback {
+	// Gated, ptrace-only supervision could not make the connects: a
+	// listener above the sandbox fails the start instead.
+	if sp.fallback && !gated {
 		if cfg.Fallback, err = supervisor.FallbackFilter(); err != nil {
 			return nil, &SetupError{Err: err}
 		}
@@ -329,9 +357,10 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		if tmpdir, err = sp.landlock(&cfg, log); err != nil {
 			return nil, err
 		}
+		cfg.Landlock.RestrictTCP = gated
 	}
 	if filtered && !cfg.Session {
-		cfg.Env = ProxyEnv(cfg.Env, sp.exe)
+		cfg.Env = ProxyEnv(cfg.Env, sp.exe, ports)
 	}
 	conn, childEnd, err := newControlPair()
 	if err != nil {
@@ -383,7 +412,11 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		execs:    execs,
 		conns:    conns,
 		exe:      sp.exe,
+		ports:    ports,
+		gated:    gated,
+		hostNet:  hostNet,
 	}
+	ownNet = false
 	if sp.stderr != nil {
 		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
 	}
@@ -616,12 +649,16 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	if cfg.NetListen {
 		netWant = 3
 	}
-	if len(fds) != want+netWant || m.NetListeners != netWant || s.conn.pid <= 0 {
+	if len(fds) != want+netWant || m.NetListeners != netWant || s.conn.pid <= 0 || (s.gated && m.PtraceOnly) {
 		closeAll(fds)
 		return fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), s.conn.pid, want+netWant)
 	}
 	netFDs := fds[want:]
 	fds = fds[:want]
+	if len(s.hostNet) > 0 {
+		// The landlock tier's: made by cordon, not the init.
+		netFDs, s.hostNet = s.hostNet, nil
+	}
 	s.initPid = int(s.conn.pid)
 	if !s.bare {
 		s.nsInit = nsInitPidfd(s.initPid)
@@ -631,8 +668,12 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	if s.conns != nil {
 		// Set before the supervisor runs, which calls note.
 		s.conns.initPid = s.initPid
-		opts.ConnectPorts = []uint16{ProxyHTTPPort, ProxySOCKSPort}
+		opts.ConnectPorts = s.ports.list()
 		opts.OnConnect = s.conns.note
+	}
+	if s.gated {
+		opts.ConnectGate = true
+		opts.OnConnectDenied = connectDenied(s.execs, s.initPid, sp.onNet)
 	}
 	if m.PtraceOnly {
 		s.warn(ptraceOnlyWarning)
@@ -788,6 +829,7 @@ func (s *Sandbox) stop() {
 			_ = s.proxy.Close()
 		}
 		s.diag.close()
+		closeAll(s.hostNet) // a start that failed before the handshake took them
 		if s.sup != nil {
 			s.sup.Shutdown()
 			if wait(s.sup.Done(), "the supervisor") {

@@ -57,7 +57,8 @@ func FilterWith(creates, connects bool) ([]byte, error) { return buildFilter(tru
 // Everything else (architectures, TIOCSTI, the refused calls) is the same.
 func FallbackFilter() ([]byte, error) { return buildFilter(false, false, false) }
 
-func buildFilter(notify, creates, connects bool) ([]byte, error) {
+// extra adds rules of an option kept in a file of its own (GatedFilter).
+func buildFilter(notify, creates, connects bool, extra ...func(*seccomp.ScmpFilter) error) ([]byte, error) {
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("creating seccomp filter: %w", err)
@@ -95,6 +96,11 @@ func buildFilter(notify, creates, connects bool) ([]byte, error) {
 		}
 		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
 			return nil, fmt.Errorf("adding notify rule for connect: %w", err)
+		}
+	}
+	for _, add := range extra {
+		if err := add(f); err != nil {
+			return nil, err
 		}
 	}
 	ioctlNr, err := seccomp.GetSyscallFromName("ioctl")

@@ -133,6 +133,16 @@ type Options struct {
 	// continues: this attributes connections, it decides none.
 	ConnectPorts []uint16
 	OnConnect    func(ConnectEvent)
+	// ConnectGate makes the supervisor the only way a TCP socket of the
+	// sandbox connects (the landlock tier's --net filter and --net none,
+	// where Landlock refuses every TCP connect of the sandbox itself): a
+	// connect of a TCP socket to 127.0.0.1 at one of ConnectPorts is
+	// made by the supervisor, on its own copy of the socket and of the
+	// address (decideConnect); every other connect of an AF_INET or
+	// AF_INET6 socket is refused and reported to OnConnectDenied. Other
+	// sockets' connects continue. The filter must be GatedFilter's.
+	ConnectGate     bool
+	OnConnectDenied func(ConnectDenial)
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -165,9 +175,9 @@ type Supervisor struct {
 	// ProtectedNames) to what to check in them.
 	creates map[createKey]*createCall
 	// connects maps the connect calls FilterWith notifies (with
-	// OnConnect) to whether they are the direct call (false: i386's
-	// multiplexed socketcall, whose arguments are not read).
-	connects map[createKey]bool
+	// OnConnect), and the listen calls GatedFilter does, to which they
+	// are (netCall).
+	connects map[createKey]netCall
 
 	// recv is seccomp.NotifRecv, replaceable by tests to simulate a wedged kernel.
 	recv func(fd int, n *seccomp.Notif) error
@@ -215,7 +225,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 			return nil, err
 		}
 	}
-	if opts.OnConnect != nil {
+	if opts.OnConnect != nil || opts.ConnectGate {
 		if s.connects, err = connectTable(); err != nil {
 			unix.Close(wake)
 			return nil, err
@@ -415,8 +425,8 @@ func (s *Supervisor) handle(n *seccomp.Notif) {
 		s.handleCreate(n, c)
 		return
 	}
-	if direct, ok := s.connects[createKey{n.Data.Arch, n.Data.Nr}]; ok {
-		s.handleConnect(n, direct)
+	if call, ok := s.connects[createKey{n.Data.Arch, n.Data.Nr}]; ok {
+		s.handleConnect(n, call)
 		return
 	}
 	start := time.Now()

@@ -306,29 +306,40 @@ func TestIsolationAutoRefusesWithoutLandlock(t *testing.T) {
 	assert.Contains(t, r.stdout, "rc=126")
 }
 
-// --net none and --net filter cannot be kept by Landlock (UDP, TCP by
-// port only): the tier refuses them rather than run with the network
-// open, also when auto stepped down and the policy has network rules.
-func TestIsolationLandlockRefusesNetworkLimits(t *testing.T) {
+// --net none, --net filter and network rules run in the landlock tier
+// (TestLandlockNetFilter and the tests beside it say what holds), also
+// when auto stepped down and the policy has network rules.
+func TestIsolationLandlockNetworkLimits(t *testing.T) {
 	requireLandlock(t)
+	if isolation.LandlockABI() < 4 {
+		for _, args := range [][]string{{"--net", "none"}, {"--net", "filter"}, {"--allow-net", "example.com"}} {
+			r := cordon(t, append(append([]string{"--isolation", "landlock"}, args...), "--", "true")...)
+			assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
+			assert.Contains(t, r.stderr, "needs Landlock ABI 4", args)
+		}
+		return
+	}
 	for _, args := range [][]string{{"--net", "none"}, {"--net", "filter"}, {"--allow-net", "example.com"}} {
-		r := cordon(t, append(append([]string{"--isolation", "landlock"}, args...), "--", "true")...)
-		assert.Equal(t, 125, r.code, "%v: %s", args, r.stderr)
-		assert.Contains(t, r.stderr, "needs the bwrap tier", args)
+		r := cordon(t, append(append([]string{"--isolation", "landlock"}, args...), "--", "sh", "-c", "echo ran")...)
+		assert.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		assert.Equal(t, "ran\n", r.stdout, args)
 	}
 	nsdeny := buildC(t, t.TempDir(), "nsdeny.c", "nsdeny")
 	work := t.TempDir()
-	r := runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--allow-net", "example.com", "--", "sh", "-c", "echo ran > f")
-	assert.Equal(t, 125, r.code, r.stderr)
+	r := runCordonVia(t, runOpts{dir: work}, nsdeny, cordonBin, "--allow-net", "example.com", "--", "sh", "-c",
+		"curl -sS -m 10 --noproxy '*' http://127.0.0.1:9/; echo ran > f")
 	if os.Getuid() == 0 {
 		// auto refuses the landlock tier to root before it looks at
 		// the network (TestIsolationAutoInContainerSeccomp).
+		assert.Equal(t, 125, r.code, r.stderr)
 		assert.Contains(t, r.stderr, "run by root the landlock tier cannot protect")
-	} else {
-		assert.Contains(t, r.stderr, "needs the bwrap tier")
+		_, err := os.Stat(filepath.Join(work, "f"))
+		assert.True(t, os.IsNotExist(err), "nothing ran")
+		return
 	}
-	_, err := os.Stat(filepath.Join(work, "f"))
-	assert.True(t, os.IsNotExist(err), "nothing ran")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Len(t, stepDownLines(r.stderr), 1, r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied: connect 127.0.0.1:9 by curl")
 }
 
 // A session made through the daemon runs in the landlock tier too, with

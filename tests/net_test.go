@@ -577,6 +577,13 @@ func TestNetFilterFenceAndFlags(t *testing.T) {
 // any connection.
 func TestNetFilterSSHProxyCommand(t *testing.T) {
 	requireSeccompNotify(t)
+	checkSSHProxyCommand(t)
+}
+
+// checkSSHProxyCommand runs TestNetFilterSSHProxyCommand's checks in a
+// sandbox made with args (the tier).
+func checkSSHProxyCommand(t *testing.T, args ...string) {
+	t.Helper()
 	requireTool(t, "git")
 	requireTool(t, "ssh")
 	dir := t.TempDir()
@@ -589,7 +596,7 @@ helper=$(echo "$GIT_SSH_COMMAND" | sed "s/.*ProxyCommand='\([^ ]*\) .*/\1/")
 printf 'GET /tunnel HTTP/1.0\r\n\r\n' | "$helper" __cordon-connect 127.0.0.1 %d
 GIT_TERMINAL_PROMPT=0 git ls-remote ssh://git@127.0.0.1:%s/x.git; echo git-rc=$?
 `, s.httpPort, other)
-	r := runCordon(t, runOpts{dir: dir}, "--allow-net", allowed, "--", "sh", "-c", script)
+	r := runCordon(t, runOpts{dir: dir}, append(args, "--allow-net", allowed, "--", "sh", "-c", script)...)
 	assert.Contains(t, r.stdout, "ssh-command-set", r.stderr)
 	assert.Contains(t, r.stdout, "hello host= path=/tunnel")
 	assert.Contains(t, r.stdout, "git-rc=128")

@@ -84,7 +84,11 @@ and the like point there). Each connection is decided by the network rules
 matching is denied), the name is resolved on the host, and addresses that are
 not globally reachable (private, loopback, link-local, metadata...) are
 refused unless a rule names that exact host. --allow-net or --deny-net, or a
-policy with a network section, imply --net filter.
+policy with a network section, imply --net filter. In the landlock tier
+(Linux 6.7+) the proxy listens on the host's loopback at ports the kernel
+picks, Landlock refuses the command every TCP connect and bind, cordon makes
+the connects to the proxy itself, and UDP, raw and other sockets are refused;
+the host's Unix sockets (D-Bus, docker) stay reachable there.
 
 An ask rule is answered by --ask: deny (the default), allow, or tty, which
 prompts on cordon's own terminal (never the command's stdin) and denies when
@@ -117,8 +121,8 @@ cannot (Ubuntu 24.04's AppArmor restriction, a container's seccomp profile,
 no bwrap installed) it runs the landlock tier and says so in one line with
 the fix for this host: no namespaces; a Landlock ruleset keeps writes to the
 current directory, --rw paths and a private $TMPDIR (EACCES elsewhere), but
-cannot make paths inside them read-only or hide anything, and --net none is
-refused. Run by root it refuses that tier (root owns the system's files, whose
+cannot make paths inside them read-only or hide anything; --net none and
+--net filter need Linux 6.7 (Landlock ABI 4) there. Run by root it refuses that tier (root owns the system's files, whose
 mode Landlock cannot protect: run cordon as a normal user), as it does with
 neither tier (exit 125). Naming a tier silences the
 line; "cordon doctor" shows the tier runs get here.`,
@@ -216,7 +220,7 @@ func (o *runOptions) run(cmd *cobra.Command, args []string) error {
 	if iso == runner.IsolationNone {
 		fmt.Fprintln(os.Stderr, "cordon: warning: --isolation none: execs are checked against the policy, but the command is NOT sandboxed: it sees and can change everything you can")
 		if (netMode != "" && netMode != bwrap.NetHost) || eff.cfg.Network != nil || len(o.rw) > 0 || len(o.ro) > 0 {
-			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap (landlock takes --rw and --ro)")
+			return errors.New("--net, network rules, --rw and --ro need --isolation bwrap or landlock")
 		}
 		// Without a sandbox nothing can be hidden or made read-only:
 		// rules asked for explicitly fail instead of being ignored.

@@ -248,7 +248,7 @@ func NewLandlockLevel(abi int) LandlockLevel {
 	}
 	add(2, "renaming or linking files between writable directories (refused, not restricted)")
 	add(3, "truncating files outside the writable set")
-	add(4, "TCP connect (--net filter cannot be enforced)")
+	add(4, "TCP connect and bind (--net filter and --net none are refused)")
 	add(5, "ioctl on device files")
 	add(6, "signals to processes outside the sandbox, and abstract unix sockets outside it")
 	return l
@@ -277,4 +277,5 @@ const LandlockCannot = "Landlock only grants: it cannot make an existing path in
 	"nor make a path inside one unreadable (such a deny_read is refused); deny_read elsewhere is kept by granting everything beside it " +
 	"(names below it stay listable, contents do not); chmod, utimes and user.* xattrs of your files outside the writable set are not restricted; " +
 	"a reachable ssh agent cannot be kept from the command (refused while keys are denied); nothing is hidden (the cordon daemon's directory is readable); no private ~/.cache or ~/.local/state (read-only; XDG_CACHE_HOME points into TMPDIR); " +
-	"no pid namespace (the command sees host processes) and no private /tmp (TMPDIR points to a private directory, /tmp itself is read-only)"
+	"no pid namespace (the command sees host processes) and no private /tmp (TMPDIR points to a private directory, /tmp itself is read-only); " +
+	"no network namespace: with --net filter or none the host's pathname unix sockets (D-Bus, docker) stay reachable"
