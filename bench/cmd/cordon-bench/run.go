@@ -28,6 +28,7 @@ const (
 	kindBare   kind = iota // directly on the host
 	kindBwrap              // in bubblewrap with cordon's flags, no supervisor
 	kindCordon             // under cordon
+	kindFloor              // in bubblewrap with cordon's flags, under the C floor supervisor (bench/floor)
 )
 
 // variant is one way of running the same command.
@@ -48,14 +49,16 @@ type harness struct {
 	cwd    string
 	tmp    string
 	policy string // a policy file: cordon's default policy, independent of the user's config
+	floor  string // the C floor supervisor, built by buildFloor; empty: not built, its rows are left out
 
 	bare, bw, cordonV, strict variant
+	floorV                    *variant // nil when the floor could not be built
 	compare                   []variant
 	cpu                       *cpuAcct // nil: rusage + the shell's own times
 	flagsNote                 string   // how the bwrap flags were checked against cordon's
 }
 
-func newHarness(ctx context.Context, cfg config, cordonPath, goTool string, compare compareFlag) (*harness, error) {
+func newHarness(ctx context.Context, cfg config, cordonPath, goTool, floorSrc string, compare compareFlag) (*harness, error) {
 	h := &harness{ctx: ctx, cfg: cfg, goTool: goTool}
 	var err error
 	if h.cordon, err = realPath(cordonPath); err != nil {
@@ -86,6 +89,11 @@ func newHarness(ctx context.Context, cfg config, cordonPath, goTool string, comp
 			return nil, fmt.Errorf("-compare %s: %w", c.name, err)
 		}
 		h.compare = append(h.compare, variant{Name: c.name, kind: kindCordon, bin: p})
+	}
+	if err := h.buildFloor(floorSrc); err != nil {
+		h.logf("the C floor is left out: %v", err)
+	} else {
+		h.floorV = &variant{Name: "floor", kind: kindFloor}
 	}
 	h.cpu = detectCPUAcct(ctx)
 	if h.cpu == nil {
@@ -136,11 +144,49 @@ func (h *harness) argv(v variant, command []string) []string {
 			panic(err) // only an empty command fails, and callers never pass one
 		}
 		return append([]string{h.bwrap}, args...)
+	case kindFloor:
+		// The same sandbox; the floor runs the command as its child.
+		s := h.spec(append([]string{h.floor}, command...))
+		args, err := s.Args()
+		if err != nil {
+			panic(err)
+		}
+		return append([]string{h.bwrap}, args...)
 	case kindCordon:
 		a := append([]string{v.bin, "--policy", h.policy}, v.args...)
 		return append(append(a, "--"), command...)
 	}
 	return command
+}
+
+// buildFloor compiles the C floor supervisor next to the harness's own
+// binary: the sandbox sees the host's file system read-only but has a private
+// /tmp, so the binary cannot live in h.tmp.
+func (h *harness) buildFloor(src string) error {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		return fmt.Errorf("no C compiler (cc) on PATH: install build-essential")
+	}
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("floor source: %w (run from the repository's root, or pass -floor-src)", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if self, err = realPath(self); err != nil {
+		return err
+	}
+	if strings.HasPrefix(self, "/tmp/") {
+		return fmt.Errorf("the harness binary %s is under /tmp, which the sandbox does not see: build it elsewhere (make bench does)", self)
+	}
+	out := filepath.Join(filepath.Dir(self), "cordon-bench-floor")
+	cmd := exec.CommandContext(h.ctx, cc, "-O2", "-Wall", "-o", out, src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cc %s: %v\n%s", src, err, b)
+	}
+	h.floor = out
+	return nil
 }
 
 var debugArgv = regexp.MustCompile(`msg="starting sandbox" argv=("(?:[^"\\]|\\.)*")`)
