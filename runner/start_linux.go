@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/cordon-sandbox/cordon/config"
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
@@ -134,6 +135,9 @@ type startSpec struct {
 	// (resolveIsolation). landlock and none run the init on the host,
 	// without bubblewrap.
 	isolation Isolation
+	// probeCached: auto chose bwrap from a remembered probe
+	// (isolation.ChooseCached), set by resolveIsolation.
+	probeCached bool
 	// box shapes the sandbox (its Dir, binds, network and hidden paths).
 	box bwrap.Spec
 	// exe is the binary that plays the init; empty means this executable.
@@ -426,6 +430,11 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) })
 	defer stop()
 	if err := s.handshake(cfg, sp); err != nil {
+		if sp.probeCached {
+			// Auto took bwrap from a remembered probe and bubblewrap
+			// failed: the next run probes again (and may step down).
+			isolation.Forget()
+		}
 		return nil, s.startFailed(ctx, err)
 	}
 	log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", s.initPid, "verification", s.sup.VerifyMode())
