@@ -375,7 +375,16 @@ func (f *files) listDir(root int, dir string) *dirListing {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil
 	}
-	l := &dirListing{key: [2]uint64{st.Dev, st.Ino}, names: map[string]struct{}{}, at: at}
+	key := [2]uint64{st.Dev, st.Ino}
+	for _, o := range f.lists {
+		if o.key == key && time.Since(o.at) < lookupTTL {
+			// The same directory by another name (/bin on a merged
+			// /usr): one read, and the same snapshot time.
+			f.lists[dir] = o
+			return o
+		}
+	}
+	l := &dirListing{key: key, names: map[string]struct{}{}, at: at}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := unix.Getdents(fd, buf)
