@@ -56,6 +56,7 @@ type harness struct {
 	compare                   []variant
 	cpu                       *cpuAcct // nil: rusage + the shell's own times
 	flagsNote                 string   // how the bwrap flags were checked against cordon's
+	bwPrefix                  []string // cordon's bwrap command line up to "--" (checkFlags); nil: h.spec's
 }
 
 func newHarness(ctx context.Context, cfg config, cordonPath, goTool, floorSrc string, compare compareFlag) (*harness, error) {
@@ -137,19 +138,18 @@ func (h *harness) spec(command []string) bwrap.Spec {
 // argv returns how v runs command.
 func (h *harness) argv(v variant, command []string) []string {
 	switch v.kind {
-	case kindBwrap:
+	case kindBwrap, kindFloor:
+		if v.kind == kindFloor {
+			// The same sandbox; the floor runs the command as its child.
+			command = append([]string{h.floor}, command...)
+		}
+		if h.bwPrefix != nil {
+			return append(append([]string(nil), h.bwPrefix...), command...)
+		}
 		s := h.spec(command)
 		args, err := s.Args()
 		if err != nil {
 			panic(err) // only an empty command fails, and callers never pass one
-		}
-		return append([]string{h.bwrap}, args...)
-	case kindFloor:
-		// The same sandbox; the floor runs the command as its child.
-		s := h.spec(append([]string{h.floor}, command...))
-		args, err := s.Args()
-		if err != nil {
-			panic(err)
 		}
 		return append([]string{h.bwrap}, args...)
 	case kindCordon:
@@ -191,8 +191,12 @@ func (h *harness) buildFloor(src string) error {
 
 var debugArgv = regexp.MustCompile(`msg="starting sandbox" argv=("(?:[^"\\]|\\.)*")`)
 
-// checkFlags compares the bwrap command line the harness uses with the one
-// cordon logs with --debug, so the bwrap baseline cannot drift from cordon.
+// checkFlags reads the bwrap command line cordon logs with --debug for this
+// directory and policy, and makes it the bwrap baseline's (h.bwPrefix): the
+// same binds, tmpfs, protections and placeholders, only the command after
+// "--" differs. Without it (cordon --debug failed, or its line cannot be
+// parsed) the baseline is bwrap.Spec's flags for this directory, which lack
+// what the policy and git add, and the note says so.
 func (h *harness) checkFlags() string {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(h.ctx, h.cordon, "--debug", "--policy", h.policy, "--", "/bin/true")
@@ -208,12 +212,56 @@ func (h *harness) checkFlags() string {
 	if err != nil {
 		return "not checked: " + err.Error()
 	}
-	mine := bwrap.Describe(h.argv(h.bw, []string{h.cordon, runner.InitArg}))
-	if logged != mine {
-		h.logf("WARNING: the bwrap baseline's flags differ from cordon's:\n  cordon:  %s\n  harness: %s", logged, mine)
-		return "MISMATCH with cordon --debug: " + logged
+	words, err := splitDescribed(logged)
+	if err != nil {
+		return "not checked: " + err.Error()
 	}
-	return "identical to cordon --debug (" + logged + ")"
+	// The command is the last two words: cordon's binary and the init arg.
+	n := len(words)
+	if n < 4 || words[n-3] != "--" || words[n-1] != runner.InitArg || words[0] != h.bwrap {
+		return "not checked: unexpected command line " + logged
+	}
+	prefix := append([]string(nil), words[:n-2]...)
+	// Unreadable files are covered by a placeholder that cordon makes per
+	// run and removes after it: the baseline binds one of its own, made
+	// the same way (an empty mode-000 file).
+	for i, w := range prefix {
+		if i > 0 && prefix[i-1] == "--ro-bind" && strings.HasPrefix(w, filepath.Join(os.TempDir(), "cordon-files-")) {
+			ph := filepath.Join(h.tmp, "denied")
+			if err := os.WriteFile(ph, nil, 0); err != nil && !os.IsExist(err) {
+				return "not checked: " + err.Error()
+			}
+			prefix[i] = ph
+		}
+	}
+	h.bwPrefix = prefix
+	return "cordon's own, from cordon --debug (" + logged + ")"
+}
+
+// splitDescribed splits a command line written by bwrap.Describe: words
+// separated by one space, each bare or Go-quoted.
+func splitDescribed(s string) ([]string, error) {
+	var out []string
+	for len(s) > 0 {
+		if s[0] == '"' {
+			q, err := strconv.QuotedPrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("bad quoted word in %q: %w", s, err)
+			}
+			w, _ := strconv.Unquote(q)
+			out = append(out, w)
+			s = s[len(q):]
+		} else {
+			w, rest, _ := strings.Cut(s, " ")
+			out = append(out, w)
+			s = " " + rest
+			if rest == "" {
+				s = ""
+			}
+		}
+		s = strings.TrimPrefix(s, " ")
+	}
+	return out, nil
 }
 
 // sample is one measured command.
