@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"go/format"
 	"os"
 	"slices"
 	"strings"
@@ -65,7 +66,9 @@ func generateFilterTable(t *testing.T) []byte {
 		b.WriteString("\t},\n")
 	}
 	b.WriteString("}\n")
-	return b.Bytes()
+	src, err := format.Source(b.Bytes())
+	require.NoError(t, err)
+	return src
 }
 
 // TestFilterTableCurrent is the staleness check of the embedded programs:
