@@ -279,7 +279,12 @@ func (f *files) Lookup(name string) []policy.FileID {
 	var ids []policy.FileID
 	at := time.Now()
 	root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
-	if err == nil {
+	if err != nil {
+		// Not an answer about the name (the sandbox's root is gone or
+		// not there yet): nothing is cached, the next Lookup tries again.
+		return nil
+	}
+	{
 		defer unix.Close(root)
 		var cands []string
 		if strings.HasPrefix(name, "/") {
