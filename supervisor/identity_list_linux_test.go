@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -114,4 +115,17 @@ func (f *files) expandNow(pattern string) []string {
 	defer unix.Close(root)
 	at := time.Now()
 	return f.expand(root, pattern, &at)
+}
+
+// A Lookup that cannot open the sandbox's root (its init is gone) is not an
+// answer about the name: nothing is cached, so a later Lookup, once the
+// root can be opened, looks again instead of taking "no such program".
+func TestLookupWithoutRootCachesNothing(t *testing.T) {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	fs := newFiles(newSandboxView(cmd.Process.Pid), "/usr/bin:/bin")
+	assert.Nil(t, fs.Lookup("true"))
+	assert.Empty(t, fs.lookups)
+	fs.rootPid = 0 // the host's root: a root that opens
+	assert.NotEmpty(t, fs.Lookup("true"))
 }
