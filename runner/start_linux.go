@@ -783,9 +783,7 @@ func (s *Sandbox) stop() {
 		// for its pid 1, so that nothing of the sandbox runs once Close
 		// returns.
 		if s.nsInit >= 0 {
-			for proc.PidfdAlive(s.nsInit) && time.Now().Before(end) {
-				time.Sleep(time.Millisecond)
-			}
+			proc.PidfdWait(s.nsInit, end)
 			unix.Close(s.nsInit)
 			s.nsInit = -1
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -253,6 +254,15 @@ func printTable(w io.Writer, r *results) {
 		fmt.Fprintf(&b, "### c: teardown, from the command's exit to the runner's exit (%d runs each)\n\n", t.Runs)
 		fmt.Fprintf(&b, "| | median ms | p90 ms | p99 ms | max ms |\n|---|---:|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| cordon | **%.2f** | %.2f | **%.2f** | %.2f |\n", t.CordonMS.Median, t.CordonMS.P90, t.CordonMS.P99, t.CordonMS.Max)
+		names := make([]string, 0, len(t.Compare))
+		for n := range t.Compare {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			d := t.Compare[n]
+			fmt.Fprintf(&b, "| %s | **%.2f** | %.2f | **%.2f** | %.2f |\n", n, d.Median, d.P90, d.P99, d.Max)
+		}
 		fmt.Fprintf(&b, "| bwrap (reference) | %.2f | %.2f | %.2f | %.2f |\n\n", t.BwrapMS.Median, t.BwrapMS.P90, t.BwrapMS.P99, t.BwrapMS.Max)
 	}
 	if len(r.Policy) > 0 {

@@ -344,6 +344,8 @@ type teardownResult struct {
 	Runs     int  `json:"runs"`
 	CordonMS dist `json:"cordon_ms"`
 	BwrapMS  dist `json:"bwrap_ms"`
+	// Compare holds the -compare builds, measured in the same alternation.
+	Compare map[string]dist `json:"compare,omitempty"`
 }
 
 func (h *harness) teardown(res *results) error {
@@ -387,6 +389,7 @@ func (h *harness) teardown(res *results) error {
 		return err
 	}
 	var c, b []float64
+	others := make([][]float64, len(h.compare))
 	for i := 0; i < h.cfg.Teardowns; i++ {
 		tc, err := one(ca)
 		if err != nil {
@@ -397,8 +400,21 @@ func (h *harness) teardown(res *results) error {
 			return err
 		}
 		c, b = append(c, tc), append(b, tb)
+		for j, v := range h.compare {
+			t, err := one(h.argv(v, cmd))
+			if err != nil {
+				return err
+			}
+			others[j] = append(others[j], t)
+		}
 	}
 	res.Teardown = &teardownResult{Runs: h.cfg.Teardowns, CordonMS: summarize(c), BwrapMS: summarize(b)}
+	for j, v := range h.compare {
+		if res.Teardown.Compare == nil {
+			res.Teardown.Compare = map[string]dist{}
+		}
+		res.Teardown.Compare[v.Name] = summarize(others[j])
+	}
 	return nil
 }
 
