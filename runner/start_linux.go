@@ -425,6 +425,12 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
 	}
 	s.stderr = newSetupOutput(errR, pass)
+	if sp.policy != nil {
+		// While bubblewrap builds the sandbox, read on the host the
+		// directories the first decision looks programs up in; the
+		// supervisor takes a listing only for the very same directory.
+		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
+	}
 	// bwrap's process group holds its pid 1: killing it empties the
 	// namespace, and the handshake's read sees EOF.
 	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) })

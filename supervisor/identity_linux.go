@@ -207,6 +207,7 @@ type fileCache struct {
 	mu      sync.Mutex
 	lookups map[string]lookupEntry     // guarded by mu
 	lists   map[string]*dirListing     // guarded by mu: PATH directories' names (see Lookup)
+	pre     *Prelisted                 // listings read on the host as the sandbox started (Prelist), or nil
 	where   map[[2]uint64]string       // guarded by mu: a path of each file Lookup found
 	digests map[policy.FileID][32]byte // guarded by mu
 }
@@ -348,6 +349,50 @@ type dirListing struct {
 	at    time.Time
 }
 
+// Prelisted holds directory listings read on the host while a sandbox
+// starts (Prelist), for the sandbox's first decision: reading the PATH and
+// the dynamic loader's directories is most of what that decision costs,
+// and on the host it overlaps bubblewrap's start instead of delaying the
+// command. A listing is used only for the directory it was read from: the
+// sandbox's directory of the same name must have the same device and inode
+// (see listDir); it expires lookupTTL after it was read, like any other.
+type Prelisted struct {
+	done  chan struct{}
+	lists map[string]*dirListing // set before done is closed, read-only after
+}
+
+// Prelist starts reading, on another goroutine, the directories the
+// supervisor would read to look up pol's programs on searchPath (the
+// command's PATH) in the host's root. Pass the result as
+// Options.Prelisted.
+func Prelist(pol *policy.Policy, searchPath string) *Prelisted {
+	p := &Prelisted{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		fs := newFiles(newSandboxView(0), searchPath)
+		for _, name := range pol.Programs() {
+			fs.Lookup(name)
+		}
+		p.lists = fs.lists
+	}()
+	return p
+}
+
+// listing returns the prelisted listing of dir, or nil when there is none
+// or the prelisting has not finished (the caller reads dir itself rather
+// than wait).
+func (p *Prelisted) listing(dir string) *dirListing {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.lists[dir]
+	default:
+		return nil
+	}
+}
+
 // match returns the names in l that match the glob element pattern, joined
 // to dir, sorted as filepath.Glob sorts them.
 func (l *dirListing) match(dir, pattern string) []string {
@@ -381,6 +426,13 @@ func (f *files) listDir(root int, dir string) *dirListing {
 		return nil
 	}
 	key := [2]uint64{st.Dev, st.Ino}
+	if o := f.pre.listing(dir); o != nil && o.key == key && time.Since(o.at) < lookupTTL {
+		// Read on the host while the sandbox started, and the sandbox's
+		// dir is that very directory (same device and inode, so the same
+		// entries: a mount inside it can cover a name but not add one).
+		f.lists[dir] = o
+		return o
+	}
 	for _, o := range f.lists {
 		if o.key == key && time.Since(o.at) < lookupTTL {
 			// The same directory by another name (/bin on a merged

@@ -129,3 +129,40 @@ func TestLookupWithoutRootCachesNothing(t *testing.T) {
 	fs.rootPid = 0 // the host's root: a root that opens
 	assert.NotEmpty(t, fs.Lookup("true"))
 }
+
+// A listing read on the host while the sandbox starts (Prelist) is taken
+// for the very same directory only: the same path whose directory has
+// another device or inode in the sandbox's view is read again. The listing
+// keeps its own read time, so answers built from it expire as if the
+// supervisor had read it.
+func TestPrelistUsedOnlyForTheSameDirectory(t *testing.T) {
+	dir := t.TempDir()
+	id := writeProg(t, filepath.Join(dir, "prog"), "x")
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Rules: []policy.Rule{{Decision: policy.Deny, Pattern: "prog"}}})
+	require.NoError(t, err)
+	pre := Prelist(pol, dir)
+	<-pre.done
+	require.NotNil(t, pre.listing(dir), "the PATH directory was read")
+
+	fs := newFiles(newSandboxView(0), dir)
+	fs.pre = pre
+	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(fs.Lookup("prog")))
+	assert.Same(t, pre.listing(dir), fs.lists[dir], "the prelisted listing is taken")
+	assert.Equal(t, pre.listing(dir).at, fs.lookups["prog"].at, "the answer is dated at the host's read")
+
+	// The sandbox's dir is another directory (a tmpfs over it, say): the
+	// prelisted names are not taken.
+	other := newFiles(newSandboxView(0), dir)
+	other.pre = &Prelisted{done: pre.done, lists: map[string]*dirListing{
+		dir: {key: [2]uint64{1, 2}, names: map[string]struct{}{"ghost": {}}, at: time.Now()},
+	}}
+	assert.Empty(t, other.Lookup("ghost"))
+	assert.NotEmpty(t, other.Lookup("prog"))
+	assert.NotSame(t, other.pre.lists[dir], other.lists[dir])
+
+	// Not finished yet: not waited for.
+	slow := &Prelisted{done: make(chan struct{})}
+	assert.Nil(t, slow.listing(dir))
+	var none *Prelisted
+	assert.Nil(t, none.listing(dir))
+}
