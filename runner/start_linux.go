@@ -135,9 +135,9 @@ type startSpec struct {
 	// (resolveIsolation). landlock and none run the init on the host,
 	// without bubblewrap.
 	isolation Isolation
-	// probeCached: auto chose bwrap from a remembered probe
-	// (isolation.ChooseCached), set by resolveIsolation.
-	probeCached bool
+	// autoBwrap: auto chose bwrap, from a probe or a remembered one
+	// (isolation.ChooseCached); set by resolveIsolation.
+	autoBwrap bool
 	// box shapes the sandbox (its Dir, binds, network and hidden paths).
 	box bwrap.Spec
 	// exe is the binary that plays the init; empty means this executable.
@@ -436,9 +436,10 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) })
 	defer stop()
 	if err := s.handshake(cfg, sp); err != nil {
-		if sp.probeCached {
-			// Auto took bwrap from a remembered probe and bubblewrap
-			// failed: the next run probes again (and may step down).
+		if sp.autoBwrap {
+			// Auto chose bwrap and bubblewrap did not build the
+			// sandbox: whatever the probe said is not remembered, so
+			// the next run probes again (and may step down).
 			isolation.Forget()
 		}
 		return nil, s.startFailed(ctx, err)
