@@ -27,13 +27,18 @@ demo: build ## build, then show an allowed and a denied nested exec on the defau
 	@./scripts/demo.sh
 
 .PHONY: test
-test: build ## install deps, build, run every test (race detector on)
+test: build ## install deps, build, run every test (race detector on), then the exec adversarial suite again in the landlock tier
 	@./scripts/deps.sh --test
 	$(GO) test -race -count=1 -timeout 12m $(TESTFLAGS) ./...
+	$(MAKE) --no-print-directory test-landlock-only
 
 .PHONY: bench
 .PHONY: test-landlock
-test-landlock: build ## the exec adversarial and security suites again, in the landlock tier
+test-landlock: build ## the exec adversarial and security suites again, in the landlock tier (part of make test)
+	@$(MAKE) --no-print-directory test-landlock-only
+
+.PHONY: test-landlock-only
+test-landlock-only:
 	CORDON_IT_ISOLATION=landlock $(GO) test -race -count=1 -timeout 12m -run 'TestAdv|TestSecurity|TestIsolation' ./tests
 
 bench: build ## measure cordon's costs as ratios (several minutes): table on stdout, bench/results.json, bench/overhead.svg

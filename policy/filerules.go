@@ -362,10 +362,16 @@ func ProtectedNames(rules []FileRule) []string {
 }
 
 // NameProtected reports whether name (one path component) matches one of
-// names (globs of one component).
+// names (globs of one component), ignoring case: on a case-insensitive
+// mount (vfat, exfat, ext4 and tmpfs casefold directories) ".GIT" and
+// ".Claude" are the protected directories themselves, and the supervisor
+// cannot tell from a path which kind of directory will resolve it. Refusing
+// the odd-case spelling on a case-sensitive mount costs nothing a user
+// needs.
 func NameProtected(names []string, name string) (string, bool) {
+	folded := strings.ToLower(name)
 	for _, n := range names {
-		if ok, _ := path.Match(n, name); ok {
+		if ok, _ := path.Match(strings.ToLower(n), folded); ok {
 			return n, true
 		}
 	}

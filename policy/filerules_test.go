@@ -119,3 +119,18 @@ func TestMatchFile(t *testing.T) {
 	assert.Equal(t, "/home/m\\*e/x", AnchorPattern("~/x", "/home/m*e", ""), "a home with metacharacters is literal")
 	assert.Equal(t, "", AnchorPattern("x", "/home/me", ""))
 }
+
+// TestNameProtectedFoldsCase: on a case-insensitive mount ".GIT" is .git,
+// so the odd-case spellings of a protected name are protected too, and an
+// exception-free name that only looks alike is not.
+func TestNameProtectedFoldsCase(t *testing.T) {
+	names := []string{".git", ".claude", "cordon.yaml", "*.pem"}
+	for _, n := range []string{".git", ".GIT", ".Git", ".CLAUDE", "Cordon.YAML", "KEY.PEM"} {
+		_, ok := NameProtected(names, n)
+		assert.True(t, ok, n)
+	}
+	for _, n := range []string{".gitx", "git", "claude", "cordon.yml"} {
+		_, ok := NameProtected(names, n)
+		assert.False(t, ok, n)
+	}
+}

@@ -237,7 +237,7 @@ func BenchmarkVerifyImage(b *testing.B) {
 	checked := &Verdict{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, _ := t.decideImage(pid, checked); !ok {
+		if ok, _ := t.decideImage(pid, checked, -1); !ok {
 			b.Fatal("verification refused an unchanged exec")
 		}
 	}

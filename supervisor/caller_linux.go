@@ -106,7 +106,8 @@ func (v *sandboxView) openRoot(pid int) (int, error) {
 	}
 	// Read after the open: if pid changed namespace in between (it cannot:
 	// see sandboxView), the root opened is still compared below.
-	ns, err := os.Readlink(proc + "/ns/mnt")
+	var buf [64]byte // "mnt:[4026531841]"
+	n, err := unix.Readlinkat(unix.AT_FDCWD, proc+"/ns/mnt", buf[:])
 	var st unix.Stat_t
 	if err == nil {
 		err = unix.Fstat(fd, &st)
@@ -115,7 +116,7 @@ func (v *sandboxView) openRoot(pid int) (int, error) {
 		unix.Close(fd)
 		return -1, err
 	}
-	if ns != v.mntNS || st.Dev != v.root[0] || st.Ino != v.root[1] {
+	if n >= len(buf) || string(buf[:n]) != v.mntNS || st.Dev != v.root[0] || st.Ino != v.root[1] {
 		unix.Close(fd)
 		return -1, errForeign
 	}

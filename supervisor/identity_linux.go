@@ -153,7 +153,7 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 	}
 	// For an fd opened inside the sandbox's mount namespace the kernel
 	// renders the path as the sandbox sees it.
-	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+	if p, err := readlinkSelfFD(fd); err == nil {
 		if strings.HasPrefix(p, "/memfd:") {
 			t.writable = true
 		}
@@ -162,6 +162,22 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 		}
 	}
 	return t, 0
+}
+
+// readlinkSelfFD reads /proc/self/fd/FD with one readlinkat into a stack
+// buffer for the usual short path (os.Readlink starts with a heap buffer
+// and allocates the name as well).
+func readlinkSelfFD(fd int) (string, error) {
+	name := "/proc/self/fd/" + strconv.Itoa(fd)
+	var buf [512]byte
+	n, err := unix.Readlinkat(unix.AT_FDCWD, name, buf[:])
+	if err != nil {
+		return "", err
+	}
+	if n < len(buf) {
+		return string(buf[:n]), nil
+	}
+	return os.Readlink(name) // longer than the buffer: it may have been cut
 }
 
 func fstatID(fd int) (policy.FileID, uint32, error) {

@@ -2,8 +2,6 @@ package supervisor
 
 import (
 	"bytes"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -99,17 +97,31 @@ func cString(b []byte) string {
 // file) of the file behind an O_PATH fd. A file that cannot be read cannot
 // be told from a script: the caller refuses it.
 func readHead(fd int) ([]byte, error) {
-	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
+	// Plain system calls: an os.File would register the descriptor with
+	// the netpoller (a failing epoll_ctl and fcntls) on every exec.
+	rd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer unix.Close(rd)
 	buf := make([]byte, binprmBufSize)
-	n, err := io.ReadFull(f, buf)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = nil
+	n := 0
+	for n < len(buf) {
+		// pread at the offset reached: the kernel's own read of the head
+		// (kernel_read at 0) stops short only at end of file.
+		got, err := unix.Pread(rd, buf[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if got == 0 {
+			break
+		}
+		n += got
 	}
-	return buf[:n], err
+	return buf[:n], nil
 }
 
 // kernelFilename is bprm->filename: what a #! interpreter receives as the

@@ -53,7 +53,11 @@ func raceable(pid int, trusted int, ranges []span, sv *sandboxView) string {
 	if why := sv.memoryPeer(pid, st, trusted); why != "" {
 		return why
 	}
-	if a, why := unsafeRange("/proc/"+strconv.Itoa(pid)+"/maps", ranges, sv); why != "" {
+	a, why, ok := unsafeRangeQuery(pid, ranges, sv)
+	if !ok {
+		a, why = unsafeRange("/proc/"+strconv.Itoa(pid)+"/maps", ranges, sv)
+	}
+	if why != "" {
 		return fmt.Sprintf("exec arguments at %#x %s", a, why)
 	}
 	return ""

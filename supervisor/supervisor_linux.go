@@ -309,8 +309,23 @@ func wedgeAfter(n int, recv func(int, *seccomp.Notif) error) func(int, *seccomp.
 // filter is gone (POLLHUP on the listener). It never blocks inside
 // SECCOMP_IOCTL_NOTIF_RECV: it waits in ppoll and receives only what poll
 // says is pending.
+//
+// With ptrace verification the loop runs on the tracer's thread (see
+// tracer.embed), which also collects the tracees' events between
+// notifications.
 func (s *Supervisor) Run() error {
 	defer close(s.done)
+	if s.tracer != nil && !s.ptraceOnly && s.listener >= 0 {
+		if ran, err := s.tracer.embed(s.serve); ran {
+			return err
+		}
+	}
+	return s.serve(false)
+}
+
+// serve is Run's loop. embedded says it runs on the tracer's thread, whose
+// work it then does between notifications (see tracer.embed).
+func (s *Supervisor) serve(embedded bool) error {
 	fds := []unix.PollFd{
 		{Fd: int32(s.listener), Events: unix.POLLIN},
 		{Fd: int32(s.wake), Events: unix.POLLIN},
@@ -318,12 +333,19 @@ func (s *Supervisor) Run() error {
 	if s.listener < 0 {
 		fds[0].Fd = -1 // ptrace-only: poll ignores negative fds
 	}
+	var timeout *unix.Timespec
+	var ts unix.Timespec
 	var n seccomp.Notif
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
-		if _, err := unix.Ppoll(fds, nil, nil); err != nil {
+		if embedded {
+			// Set every time: the kernel writes the time left back.
+			ts = unix.NsecToTimespec(int64(s.tracer.service()))
+			timeout = &ts
+		}
+		if _, err := unix.Ppoll(fds, timeout, nil); err != nil {
 			if err == unix.EINTR {
-				continue
+				continue // embedded: most often a tracee's SIGCHLD; service collects it
 			}
 			return os.NewSyscallError("ppoll", err)
 		}

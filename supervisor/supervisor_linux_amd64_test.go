@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -326,7 +327,8 @@ func TestSupervisorWedgeAfter(t *testing.T) {
 	assert.NoError(t, r.s.Close())
 }
 
-// countWedged counts goroutines parked in Run inside the WedgeAfter hook.
+// countWedged counts goroutines parked in Run's loop (serve, on the tracer's
+// thread or Run's own goroutine) inside the WedgeAfter hook.
 // (The closure's symbol depends on inlining: wedgeAfter.func1 or
 // New.wedgeAfter.func1.)
 func countWedged() int {
@@ -341,7 +343,7 @@ func countWedged() int {
 	}
 	count := 0
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("wedgeAfter.func1(")) && bytes.Contains(g, []byte("supervisor.(*Supervisor).Run(")) {
+		if bytes.Contains(g, []byte("wedgeAfter.func1(")) && bytes.Contains(g, []byte("supervisor.(*Supervisor).serve(")) {
 			count++
 		}
 	}
@@ -366,4 +368,41 @@ func TestSupervisorDropAfter(t *testing.T) {
 	assert.NoError(t, r.stopped(t, time.Second), "Run after dropping the listener")
 	assertErrno(t, unix.ENOSYS, run(t, c, "/bin/true"), "exec after the listener was dropped")
 	assert.NoError(t, r.s.Close(), "Close after the drop")
+}
+
+// TestTracerReleasesHeldRoots: the root a tracee's check proved is held
+// until its exec event (tracee.root) and released on every way out: a
+// verified exec, an exec the kernel failed after it was allowed (the caller
+// returns still attached and is let go at expiry), a denial (never
+// attached). Nothing accumulates in the supervisor's process.
+func TestTracerReleasesHeldRoots(t *testing.T) {
+	requireSeccompNotify(t)
+	testcap.RequirePtrace(t)
+	c, fd := startExecClient(t)
+	r := startSupervisor(t, fd, denyFalse(t), Options{})
+	notELF := filepath.Join(t.TempDir(), "not-elf")
+	require.NoError(t, os.WriteFile(notELF, []byte("\x7fnot an ELF, no #! line\n"), 0o755))
+
+	assertExit(t, 0, run(t, c, "/bin/true"), "warm-up exec")
+	steady := countFDs(t)
+	for i := 0; i < 10; i++ {
+		assertExit(t, 0, run(t, c, "/bin/true"), "allowed exec")
+		assertErrno(t, unix.EPERM, run(t, c, "/bin/false"), "denied exec")
+		assertErrno(t, unix.ENOEXEC, run(t, c, notELF), "allowed exec the kernel fails")
+	}
+	// The failed execs' callers are let go at expiry (execEventWait, then
+	// a tick).
+	deadline := time.Now().Add(5 * time.Second)
+	for countFDs(t) > steady && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, steady, countFDs(t), "descriptors open in the supervisor's process after 30 execs, against after one")
+	require.NotEmpty(t, r.all())
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,6 +94,20 @@ type tracer struct {
 	stop    chan struct{}
 	done    chan struct{}
 
+	// runs takes the supervisor's receive loop onto the tracer's thread
+	// (see embed).
+	runs chan func()
+	// sigchld receives SIGCHLD for the select loop; it is stopped while an
+	// embedded receive loop runs (see embed).
+	sigchld chan os.Signal
+	// embedded is set while the receive loop runs on the tracer's thread:
+	// attach then seizes directly, with no hand-off. Set and read on the
+	// tracer's thread only; running is the same fact for close, which runs
+	// elsewhere.
+	embedded bool
+	running  atomic.Bool
+	lastTick time.Time // owned by the tracer thread
+
 	// follow is ptrace-only supervision: every task of the sandbox is
 	// traced from the start (forks, vforks and clones followed), and every
 	// exec is decided at its exec event, since no notification came first.
@@ -115,8 +130,17 @@ type followReq struct {
 }
 
 type tracee struct {
-	tid         int // the thread that called exec
-	d           Verdict
+	tid int     // the thread that called exec
+	d   Verdict // the check; its root field is never used (see root)
+	// root, when hasRoot, is a descriptor of the caller's root directory
+	// as proven at the check (sandboxView.openRoot), held for the exec
+	// event: the task is the same one (attached since the check), and it
+	// cannot have changed its root or mount namespace since, having run no
+	// instruction of its own in between (an exec that fails returns to it
+	// still attached, and its next exec is checked again, which replaces
+	// root). The exec event then needs no second proof.
+	root        int
+	hasRoot     bool
 	deadline    time.Time
 	interrupted bool
 	killed      bool
@@ -135,14 +159,87 @@ func newTracer(j judge, log *slog.Logger, report func(*Verdict)) *tracer {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		tracees: map[int]*tracee{},
+		runs:    make(chan func()),
+		sigchld: make(chan os.Signal, 1),
 	}
 	go t.loop()
 	return t
 }
 
+// embed runs serve, the supervisor's receive loop, on the tracer's thread
+// until it returns, and returns its error; ran is false when the tracer
+// has stopped and serve must run elsewhere.
+//
+// Every allowed exec is seized before it is answered, and ptrace requests
+// must come from the thread that attached: with the receive loop on another
+// goroutine, each exec paid two hand-offs to a locked thread (futex
+// wake-ups, scheduler spinning) inside its decision latency. On one thread
+// the seize is a plain call.
+//
+// The tracees' stops are then noticed without os/signal: the kernel sends
+// the SIGCHLD of a tracee's stop to its tracer thread whenever that thread
+// does not block it and is asleep or running (complete_signal prefers the
+// thread the signal is for), so it interrupts the loop's ppoll with EINTR,
+// and the loop collects the event at once (signal.Notify would add two
+// goroutine wake-ups per exec to hand the same news over). A stop that
+// lands between the loop's last wait4 and its ppoll is delivered to this
+// thread outside ppoll and wakes nothing: the loop polls with a short
+// timeout (pendingTick) while a tracee is on record, which bounds that
+// case's delay, and never waits on a signal alone.
+func (t *tracer) embed(serve func(embedded bool) error) (ran bool, err error) {
+	res := make(chan error, 1)
+	run := func() {
+		signal.Stop(t.sigchld)
+		t.embedded = true
+		t.running.Store(true)
+		err := serve(true)
+		// Cleared before Run can return: close waits for the thread from
+		// then on.
+		t.embedded = false
+		t.running.Store(false)
+		signal.Notify(t.sigchld, unix.SIGCHLD)
+		res <- err
+	}
+	select {
+	case t.runs <- run:
+	case <-t.done:
+		return false, nil
+	}
+	return true, <-res
+}
+
+// pendingTick is how long an embedded receive loop sleeps at most while a
+// tracee is on record (see embed).
+const pendingTick = time.Millisecond
+
+// service does, for an embedded receive loop before each ppoll, what the
+// select loop does between requests: it collects the tracees' events, and
+// the tick's work when it is due. It returns how long the loop may sleep.
+// On the tracer thread only.
+func (t *tracer) service() time.Duration {
+	if now := time.Now(); now.Sub(t.lastTick) >= tracerTick {
+		// Drained even with no tracee on record, as the select loop does.
+		t.lastTick = now
+		t.drain()
+		t.expire()
+	} else if len(t.tracees) > 0 {
+		t.drain()
+	}
+	if len(t.tracees) > 0 {
+		return pendingTick
+	}
+	return tracerTick
+}
+
 // attach seizes tid before its exec is continued. It returns errAttach
 // (wrapped) when ptrace is not possible for this caller.
 func (t *tracer) attach(tid int, d *Verdict) error {
+	if t.embedded {
+		// Called from the receive loop, on this very thread (embed).
+		err := t.seize(attachReq{tid: tid, d: *d})
+		t.drain()
+		return err
+	}
 	r := attachReq{tid: tid, d: *d, reply: make(chan error, 1)}
 	select {
 	case t.reqs <- r:
@@ -159,6 +256,13 @@ func (t *tracer) close() {
 	default:
 		close(t.stop)
 	}
+	if t.running.Load() {
+		// The receive loop still holds the thread, so Run has not
+		// returned: a receive that never returns (WedgeAfter), after which
+		// the caller gave up waiting. The thread stays parked, as the loop's
+		// goroutine would; waiting for it would never end.
+		return
+	}
 	<-t.done
 }
 
@@ -170,20 +274,21 @@ func (t *tracer) loop() {
 	// A tracee's stop or death is signalled to the tracer with SIGCHLD.
 	// Signals coalesce, so every wake-up drains all pending events, and a
 	// tick covers a wake-up lost to coalescing.
-	sigchld := make(chan os.Signal, 1)
-	signal.Notify(sigchld, unix.SIGCHLD)
-	defer signal.Stop(sigchld)
+	signal.Notify(t.sigchld, unix.SIGCHLD)
+	defer signal.Stop(t.sigchld)
 	tick := time.NewTicker(tracerTick)
 	defer tick.Stop()
 	for {
 		select {
+		case run := <-t.runs:
+			run()
 		case r := <-t.reqs:
 			r.reply <- t.seize(r)
 			t.drain()
 		case r := <-t.follows:
 			r.reply <- t.seizeAll(r.pid)
 			t.drain()
-		case <-sigchld:
+		case <-t.sigchld:
 			t.drain()
 		case <-tick.C:
 			// Drained even with no tracee on record: a stop nobody
@@ -193,8 +298,9 @@ func (t *tracer) loop() {
 				t.expire()
 			}
 		case <-t.stop:
-			for tid := range t.tracees {
+			for tid, tr := range t.tracees {
 				_ = unix.PtraceDetach(tid)
+				tr.release()
 			}
 			return
 		}
@@ -207,17 +313,26 @@ func (t *tracer) seize(r attachReq) error {
 			// The exec was interrupted by a signal and notified again, or
 			// failed and was retried: we are still attached from the first
 			// time. Judge the new attempt.
+			tr.release()
 			tr.d, tr.deadline, tr.interrupted = r.d, time.Now().Add(execEventWait), false
+			tr.hold(r.d.root)
 			return nil
 		}
 		// An entry for a task that is gone, and tid another task now (a
 		// recycled id): never trusted, seized anew.
-		delete(t.tracees, r.tid)
+		t.forget(r.tid)
 	}
 	opts := unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
-	wd := watchSeize(r.tid)
+	// The seize can only wait forever behind a task this thread must reap
+	// (see watchSeize): with no tracee on record there is none, and the
+	// watchdog (a timer, a pidfd) is left out of the common sequential
+	// case.
+	var wd *seizeWatchdog
+	if len(t.tracees) > 0 {
+		wd = watchSeize(r.tid)
+	}
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(r.tid), 0, uintptr(opts), 0, 0)
-	if wd.stop() {
+	if wd != nil && wd.stop() {
 		if e == 0 {
 			// Attached to a process now dying: its exit is ours to reap.
 			t.tracees[r.tid] = &tracee{tid: r.tid, killed: true}
@@ -228,8 +343,39 @@ func (t *tracer) seize(r attachReq) error {
 	if e != 0 {
 		return fmt.Errorf("%w: ptrace(PTRACE_SEIZE, %d): %v", errAttach, r.tid, e)
 	}
-	t.tracees[r.tid] = &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
+	tr := &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
+	tr.hold(r.d.root)
+	t.tracees[r.tid] = tr
 	return nil
+}
+
+// hold keeps a duplicate of root, the caller's root proven at the check
+// (the checker closes its own), for the exec event; without one the event
+// proves the root again.
+func (tr *tracee) hold(root int) {
+	tr.d.root = -1
+	if root < 0 {
+		return
+	}
+	if fd, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+		tr.root, tr.hasRoot = fd, true
+	}
+}
+
+// release closes the root tr holds, if any.
+func (tr *tracee) release() {
+	if tr.hasRoot {
+		unix.Close(tr.root)
+		tr.root, tr.hasRoot = -1, false
+	}
+}
+
+// forget drops tid's entry and what it holds.
+func (t *tracer) forget(tid int) {
+	if tr := t.tracees[tid]; tr != nil {
+		tr.release()
+		delete(t.tracees, tid)
+	}
 }
 
 // seizeTimeout bounds a PTRACE_SEIZE (see watchSeize).
@@ -253,7 +399,11 @@ type seizeWatchdog struct {
 // up, the mutex is released, the seize returns, and the caller is refused.
 func watchSeize(tid int) *seizeWatchdog {
 	w := &seizeWatchdog{fd: -1}
-	if st, err := proc.ReadStatus(tid); err == nil && st.Tgid > 0 {
+	// A pidfd names a process, so tid must be its leader's; the caller
+	// usually is (EINVAL otherwise: find the leader in its status).
+	if fd, err := unix.PidfdOpen(tid, 0); err == nil {
+		w.fd = fd
+	} else if st, err := proc.ReadStatus(tid); err == nil && st.Tgid > 0 {
 		if fd, err := unix.PidfdOpen(st.Tgid, 0); err == nil {
 			w.fd = fd
 		}
@@ -313,7 +463,7 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 	}
 	switch {
 	case ws.Exited() || ws.Signaled():
-		delete(t.tracees, pid)
+		t.forget(pid)
 	case ws.Stopped() && ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC:
 		// The event message is the exec'ing thread's former tid: a thread
 		// that is not the leader takes the leader's pid, and the leader is
@@ -324,8 +474,8 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 		tr := t.tracees[pid]
 		if old, err := unix.PtraceGetEventMsg(pid); err == nil && int(old) != pid {
 			tr = t.tracees[int(old)]
-			delete(t.tracees, int(old))
-			delete(t.tracees, pid)
+			delete(t.tracees, int(old)) // moved to pid below
+			t.forget(pid)
 		}
 		if tr == nil {
 			// Only callers this tracer attached to report exec events,
@@ -364,7 +514,7 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 // would never see it die.
 func (t *tracer) detach(tr *tracee) {
 	if err := unix.PtraceDetach(tr.tid); err == nil {
-		delete(t.tracees, tr.tid)
+		t.forget(tr.tid)
 		return
 	}
 	tr.killed = true // dying: drain reaps its exit
@@ -391,7 +541,7 @@ func (t *tracer) expire() {
 // record, and reports it.
 func (t *tracer) unmatched(pid int) {
 	start := time.Now()
-	_, d := t.decideImage(pid, &Verdict{})
+	_, d := t.decideImage(pid, &Verdict{}, -1)
 	_ = unix.Kill(pid, unix.SIGKILL)
 	t.tracees[pid] = &tracee{tid: pid, killed: true} // its death is consumed by drain
 	t.log.Error("exec event with no check on record: killed", "pid", pid)
@@ -410,7 +560,11 @@ func (t *tracer) unmatched(pid int) {
 // loaded, before any of it runs.
 func (t *tracer) verify(pid int, tr *tracee) {
 	start := time.Now()
-	ok, d := t.decideImage(pid, &tr.d)
+	held := -1
+	if tr.hasRoot {
+		held = tr.root
+	}
+	ok, d := t.decideImage(pid, &tr.d, held)
 	if ok {
 		if t.exec != nil && d.Exec.Argv != nil {
 			d.Time, d.Pid = start, pid
@@ -450,15 +604,15 @@ func (t *tracer) verify(pid int, tr *tracee) {
 // holds for the same argv only. It returns whether the image may run, and
 // the decision; a nil Argv in it means pid vanished (killed by someone else
 // while stopped): denied, with nothing to report.
-func (t *tracer) decideImage(pid int, checked *Verdict) (bool, Verdict) {
-	proc := "/proc/" + strconv.Itoa(pid)
+func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Verdict) {
+	dir := "/proc/" + strconv.Itoa(pid)
 	d := Verdict{root: -1}
 	deny := policy.Result{Decision: policy.Deny}
-	raw, err := os.ReadFile(proc + "/cmdline")
+	raw, err := proc.ReadFile(dir+"/cmdline", nil)
 	if err != nil {
 		return false, d
 	}
-	exeFD, err := unix.Open(proc+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	exeFD, err := unix.Open(dir+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, d
 	}
@@ -473,12 +627,16 @@ func (t *tracer) decideImage(pid int, checked *Verdict) (bool, Verdict) {
 	// The new image runs in its caller's namespaces: they must still be
 	// the sandbox's (nothing there can change them; check anyway, since
 	// every path below is read in that root).
-	root, err := t.judge.files.sandbox.openRoot(pid)
-	if err != nil {
-		d.Reason = reasonForeign
-		return false, d
+	root := heldRoot // proven at the check for this very task (see tracee.root)
+	if root < 0 {
+		r, err := t.judge.files.sandbox.openRoot(pid)
+		if err != nil {
+			d.Reason = reasonForeign
+			return false, d
+		}
+		defer unix.Close(r)
+		root = r
 	}
-	defer unix.Close(root)
 	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
 		// interpreter): the path led elsewhere by the time the kernel
@@ -559,7 +717,7 @@ func (t *tracer) reopen(pid, root int, checked *Verdict, script string) (target,
 // inExec reports whether pid is stopped inside execve or execveat (the
 // first field of /proc/PID/syscall is the number of the syscall it is in).
 func inExec(pid int, arch string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/syscall")
+	b, err := proc.ReadFile("/proc/"+strconv.Itoa(pid)+"/syscall", nil)
 	if err != nil {
 		return false
 	}
@@ -711,7 +869,7 @@ func groupStop(pid int) bool {
 func (t *tracer) followExec(pid int) {
 	start := time.Now()
 	var none Verdict
-	ok, d := t.decideImage(pid, &none)
+	ok, d := t.decideImage(pid, &none, -1)
 	d.Time, d.Pid = start, pid
 	if !ok && d.Result.Decision == policy.Ask && d.Exec.Argv != nil && t.ask != nil {
 		ok = t.ask(&d)

@@ -481,3 +481,21 @@ func TestFilesCreateFromOtherArchitectures(t *testing.T) {
 	assert.Equal(t, "x32-open: Permission denied\n", r.stdout, r.stderr)
 	assert.NoFileExists(t, filepath.Join(dir, ".codex"))
 }
+
+// TestFilesProtectedNameAnyCase: creating a protected name in another case
+// is refused too (on a case-insensitive mount it would be the protected
+// directory itself).
+func TestFilesProtectedNameAnyCase(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	r := runCordon(t, runOpts{dir: dir}, "--", "sh", "-c",
+		"mkdir .GIT; mkdir .Claude; echo x > CORDON.yaml; mkdir ok && echo made")
+	assert.Contains(t, r.stderr, `cordon: denied: create .GIT (rule: deny_write ".git": protected name`)
+	assert.Contains(t, r.stderr, `cordon: denied: create .Claude (rule: deny_write ".claude": protected name)`)
+	assert.Contains(t, r.stderr, `cordon: denied: create CORDON.yaml (rule: deny_write "cordon.yaml": protected name)`)
+	assert.Contains(t, r.stdout, "made")
+	for _, n := range []string{".GIT", ".Claude", "CORDON.yaml"} {
+		assert.NoFileExists(t, filepath.Join(dir, n))
+		assert.NoDirExists(t, filepath.Join(dir, n))
+	}
+}

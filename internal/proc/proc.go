@@ -76,7 +76,7 @@ func ParseStat(b []byte) (Stat, error) {
 
 // ReadStat reads /proc/PID/stat.
 func ReadStat(pid int) (Stat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := ReadFile("/proc/"+strconv.Itoa(pid)+"/stat", nil)
 	if err != nil {
 		return Stat{}, err
 	}
@@ -140,7 +140,7 @@ func ParseStatus(b []byte) Status {
 
 // ReadStatus reads /proc/PID/status (a thread's, for a tid).
 func ReadStatus(pid int) (Status, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := ReadFile("/proc/"+strconv.Itoa(pid)+"/status", nil)
 	if err != nil {
 		return ParseStatus(nil), err
 	}
