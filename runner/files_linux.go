@@ -533,6 +533,14 @@ func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[strin
 				}
 			}
 			if p == base {
+				if d.IsDir() && !readRules && gitBulk[filepath.Base(base)] && isGitDir(filepath.Dir(base)) && isGitdir(filepath.Dir(base)) {
+					// A git directory's data bound as a writable tree
+					// of its own (a linked worktree's common objects,
+					// refs and logs: withGit): skipped as it is when
+					// the walk reaches it from the repository, for the
+					// same reason (see below).
+					return fs.SkipDir
+				}
 				return nil
 			}
 			if seen++; seen > walkBound {

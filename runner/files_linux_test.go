@@ -104,3 +104,42 @@ func TestPlanFilesUnknownHome(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the home directory is unknown")
 }
+
+// TestPlanFilesGitDataBind: a git directory's data bound as a writable tree
+// of its own (a linked worktree's common objects, refs and logs) is not
+// walked for protected names, exactly as when the walk reaches it from the
+// repository; a deny_read rule still walks it (a secret may be moved
+// anywhere), and a directory named objects outside a git directory is
+// walked as any other.
+func TestPlanFilesGitDataBind(t *testing.T) {
+	repo := t.TempDir()
+	mkfile(t, filepath.Join(repo, ".git/HEAD"))
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git/refs"), 0o755))
+	mkfile(t, filepath.Join(repo, ".git/objects/ab/.claude/x"))
+	mkfile(t, filepath.Join(repo, ".git/objects/ab/secret.key"))
+	objects := filepath.Join(repo, ".git/objects")
+	fake := filepath.Join(t.TempDir(), "objects")
+	mkfile(t, filepath.Join(fake, ".claude/x"))
+
+	fl, err := planFiles(builtinFiles(), bwrap.Spec{Dir: t.TempDir(), RW: []string{objects, fake}}, t.TempDir(), true)
+	require.NoError(t, err)
+	defer fl.cleanup()
+	assert.Equal(t, []string{filepath.Join(fake, ".claude")}, fl.protect)
+
+	// Reached from the repository: the same.
+	fl2, err := planFiles(builtinFiles(), bwrap.Spec{Dir: repo}, t.TempDir(), true)
+	require.NoError(t, err)
+	defer fl2.cleanup()
+	assert.NotContains(t, fl2.protect, filepath.Join(objects, "ab/.claude"))
+
+	fp := builtinFiles()
+	fp.DenyRead = append(fp.DenyRead, policy.FileRule{Pattern: "*.key", Source: "--deny-read"})
+	fl3, err := planFiles(fp, bwrap.Spec{Dir: t.TempDir(), RW: []string{objects}}, t.TempDir(), true)
+	require.NoError(t, err)
+	defer fl3.cleanup()
+	var hidden []string
+	for _, u := range fl3.unreadable {
+		hidden = append(hidden, u.Path)
+	}
+	assert.Equal(t, []string{filepath.Join(objects, "ab/secret.key")}, hidden)
+}

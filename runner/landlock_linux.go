@@ -218,8 +218,9 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 	default:
 		return "", &SetupError{Err: fmt.Errorf("unknown isolation %q", sp.isolation)}
 	}
-	c := isolation.Choose(ctx)
-	log.Debug("isolation auto", "tier", c.Tier, "bwrap_failure", c.Why, "landlock_abi", c.LandlockABI)
+	c, cached := isolation.ChooseCached(ctx)
+	sp.autoBwrap = c.Tier == isolation.Bwrap
+	log.Debug("isolation auto", "tier", c.Tier, "bwrap_failure", c.Why, "landlock_abi", c.LandlockABI, "probe_cached", cached)
 	switch c.Tier {
 	case isolation.Bwrap:
 		sp.isolation = IsolationBwrap

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/config"
+	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
@@ -134,6 +135,9 @@ type startSpec struct {
 	// (resolveIsolation). landlock and none run the init on the host,
 	// without bubblewrap.
 	isolation Isolation
+	// autoBwrap: auto chose bwrap, from a probe or a remembered one
+	// (isolation.ChooseCached); set by resolveIsolation.
+	autoBwrap bool
 	// box shapes the sandbox (its Dir, binds, network and hidden paths).
 	box bwrap.Spec
 	// exe is the binary that plays the init; empty means this executable.
@@ -454,11 +458,23 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
 	}
 	s.stderr = newSetupOutput(errR, pass)
+	if sp.policy != nil {
+		// While bubblewrap builds the sandbox, read on the host the
+		// directories the first decision looks programs up in; the
+		// supervisor takes a listing only for the very same directory.
+		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
+	}
 	// bwrap's process group holds its pid 1: killing it empties the
 	// namespace, and the handshake's read sees EOF.
 	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) })
 	defer stop()
 	if err := s.handshake(cfg, sp); err != nil {
+		if sp.autoBwrap {
+			// Auto chose bwrap and bubblewrap did not build the
+			// sandbox: whatever the probe said is not remembered, so
+			// the next run probes again (and may step down).
+			isolation.Forget()
+		}
 		return nil, s.startFailed(ctx, err)
 	}
 	log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", s.initPid, "verification", s.sup.VerifyMode())
@@ -815,9 +831,7 @@ func (s *Sandbox) stop() {
 		// for its pid 1, so that nothing of the sandbox runs once Close
 		// returns.
 		if s.nsInit >= 0 {
-			for proc.PidfdAlive(s.nsInit) && time.Now().Before(end) {
-				time.Sleep(time.Millisecond)
-			}
+			proc.PidfdWait(s.nsInit, end)
 			unix.Close(s.nsInit)
 			s.nsInit = -1
 		}

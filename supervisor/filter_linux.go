@@ -1,5 +1,7 @@
 package supervisor
 
+//go:generate go test -run ^TestFilterTableCurrent$ . -args -update
+
 import (
 	"encoding/binary"
 	"errors"
@@ -7,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -20,8 +23,10 @@ import (
 // one listener per filter chain.
 var ErrListenerBusy = errors.New("a seccomp notify listener already exists for this process (nested cordon or another notify-based tool)")
 
-// Filter compiles the sandbox's seccomp program with libseccomp and returns
-// it as raw BPF (struct sock_filter array, native byte order).
+// Filter returns the sandbox's seccomp program as raw BPF (struct
+// sock_filter array, native byte order). Every variant of the program is
+// compiled with libseccomp at build time (go generate: filter_table_linux.go,
+// see compileFilter) and embedded, so a run does not compile it again.
 //
 // The program, for x86-64, i386 and x32 callers alike:
 //   - execve, execveat: SECCOMP_RET_USER_NOTIF (decided by the supervisor);
@@ -34,7 +39,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - unshare and clone with a namespace flag, and setns: refused;
 //   - any other architecture: the process is killed;
 //   - everything else: allowed.
-func Filter() ([]byte, error) { return buildFilter(true, false, false) }
+func Filter() ([]byte, error) { return program(optNotify) }
 
 // CreateFilter is Filter plus notify rules for the calls that create a
 // name in the file system (see createCalls), for a policy with protected
@@ -43,63 +48,146 @@ func Filter() ([]byte, error) { return buildFilter(true, false, false) }
 // call is notified), mkdir(at), mknod(at), link(at), symlink(at),
 // rename(at, at2). The supervisor refuses a creation of a protected name
 // (decideCreate) and continues the rest.
-func CreateFilter() ([]byte, error) { return buildFilter(true, true, false) }
+func CreateFilter() ([]byte, error) { return program(optNotify | optCreates) }
 
 // FilterWith is Filter plus, with creates, CreateFilter's rules and, with
 // connects, a notify rule for connect (see ConnectPorts): the supervisor
 // records which process connects a socket to the network proxy, then
 // continues every connect.
-func FilterWith(creates, connects bool) ([]byte, error) { return buildFilter(true, creates, connects) }
+func FilterWith(creates, connects bool) ([]byte, error) {
+	opts := optNotify
+	if creates {
+		opts |= optCreates
+	}
+	if connects {
+		opts |= optConnects
+	}
+	return program(opts)
+}
 
 // FallbackFilter is Filter without the notify rules, for ptrace-only
 // supervision: where a notify listener already exists above the sandbox,
 // execs are allowed by the filter and verified at PTRACE_EVENT_EXEC instead.
 // Everything else (architectures, TIOCSTI, the refused calls) is the same.
-func FallbackFilter() ([]byte, error) { return buildFilter(false, false, false) }
+func FallbackFilter() ([]byte, error) { return program(0) }
 
-// extra adds rules of an option kept in a file of its own (GatedFilter).
-func buildFilter(notify, creates, connects bool, extra ...func(*seccomp.ScmpFilter) error) ([]byte, error) {
+// filterOpt is a set of the program's options (filterOpts).
+type filterOpt uint
+
+const (
+	optNotify   filterOpt = 1 << iota // execve, execveat notified; without it, the ptrace-only fallback
+	optCreates                        // file creations notified (addCreateRules)
+	optConnects                       // connect notified (the network proxy's attribution)
+	optSockets                        // the landlock tier's socket rules (addSocketRules, GatedFilter)
+)
+
+// filterOpts lists every option of the program, in the order its rules are
+// added, with the rules it adds. go generate compiles every combination of
+// them for every architecture in filterArchs into filterTable; a new option
+// is one more entry here (and one more bit above), then go generate.
+var filterOpts = []struct {
+	opt  filterOpt
+	name string
+	add  func(*seccomp.ScmpFilter) error
+}{
+	{optNotify, "notify", func(f *seccomp.ScmpFilter) error {
+		return addNotify(f, "execve", "execveat")
+	}},
+	{optCreates, "creates", addCreateRules},
+	{optConnects, "connects", func(f *seccomp.ScmpFilter) error {
+		return addNotify(f, "connect")
+	}},
+	{optSockets, "sockets", addSocketRules},
+}
+
+// filterArchs maps each GOARCH cordon builds for to the architectures its
+// program admits, the GOARCH's own first; any other is killed.
+var filterArchs = map[string][]seccomp.ScmpArch{
+	"amd64": {seccomp.ArchAMD64, seccomp.ArchX86, seccomp.ArchX32},
+	"arm64": {seccomp.ArchARM64, seccomp.ArchAMD64, seccomp.ArchX86, seccomp.ArchX32},
+}
+
+// program returns the embedded program with opts for this architecture.
+// One that is missing (a GOARCH or an option set go generate did not
+// build) is an error: no sandbox starts without its filter.
+func program(opts filterOpt) ([]byte, error) {
+	raw, ok := filterTable[runtime.GOARCH][opts]
+	if !ok || len(raw) == 0 {
+		return nil, fmt.Errorf("no seccomp program is built into this cordon for %s with options %s (run go generate ./supervisor and rebuild)",
+			runtime.GOARCH, opts)
+	}
+	return []byte(raw), nil
+}
+
+func (o filterOpt) String() string {
+	var names []string
+	for _, e := range filterOpts {
+		if o&e.opt != 0 {
+			names = append(names, e.name)
+		}
+	}
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, "+")
+}
+
+func addNotify(f *seccomp.ScmpFilter, names ...string) error {
+	for _, name := range names {
+		sc, err := seccomp.GetSyscallFromName(name)
+		if err != nil {
+			return fmt.Errorf("resolving %s: %w", name, err)
+		}
+		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
+			return fmt.Errorf("adding notify rule for %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// compileFilter compiles the program with opts for goarch with libseccomp.
+// Only go generate and the test that checks filterTable is current call it
+// (see filter_table_linux_test.go). The result does not depend on the
+// machine it runs on: the filter's architectures are set explicitly, the
+// host's removed.
+func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
+	archs, ok := filterArchs[goarch]
+	if !ok {
+		return nil, fmt.Errorf("no seccomp architectures for GOARCH %s", goarch)
+	}
 	f, err := seccomp.NewFilter(seccomp.ActAllow)
 	if err != nil {
 		return nil, fmt.Errorf("creating seccomp filter: %w", err)
 	}
 	defer f.Release()
-	for _, a := range []seccomp.ScmpArch{seccomp.ArchAMD64, seccomp.ArchX86, seccomp.ArchX32} {
-		if err := f.AddArch(a); err != nil && !errors.Is(err, seccomp.ErrSyscallDoesNotExist) {
+	// The filter starts with the host's architecture: it is replaced by
+	// goarch's own, then the others are added in filterArchs' order, so
+	// the program is the same whichever machine compiles it.
+	native, err := seccomp.GetNativeArch()
+	if err != nil {
+		return nil, fmt.Errorf("the host's seccomp arch: %w", err)
+	}
+	if native != archs[0] {
+		if err := f.AddArch(archs[0]); err != nil {
+			return nil, fmt.Errorf("adding arch %v: %w", archs[0], err)
+		}
+		if err := f.RemoveArch(native); err != nil {
+			return nil, fmt.Errorf("removing the host's arch %v: %w", native, err)
+		}
+	}
+	for _, a := range archs[1:] {
+		if err := f.AddArch(a); err != nil {
 			return nil, fmt.Errorf("adding arch %v: %w", a, err)
 		}
 	}
 	if err := f.SetBadArchAction(seccomp.ActKillProcess); err != nil {
 		return nil, fmt.Errorf("setting bad-arch action: %w", err)
 	}
-	for _, name := range []string{"execve", "execveat"} {
-		if !notify {
-			break
+	for _, e := range filterOpts {
+		if opts&e.opt == 0 {
+			continue
 		}
-		sc, err := seccomp.GetSyscallFromName(name)
-		if err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", name, err)
-		}
-		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
-			return nil, fmt.Errorf("adding notify rule for %s: %w", name, err)
-		}
-	}
-	if creates {
-		if err := addCreateRules(f); err != nil {
-			return nil, err
-		}
-	}
-	if connects {
-		sc, err := seccomp.GetSyscallFromName("connect")
-		if err != nil {
-			return nil, fmt.Errorf("resolving connect: %w", err)
-		}
-		if err := f.AddRule(sc, seccomp.ActNotify); err != nil {
-			return nil, fmt.Errorf("adding notify rule for connect: %w", err)
-		}
-	}
-	for _, add := range extra {
-		if err := add(f); err != nil {
+		if err := e.add(f); err != nil {
 			return nil, err
 		}
 	}

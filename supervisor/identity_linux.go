@@ -1,10 +1,13 @@
 package supervisor
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,6 +222,8 @@ type fileCache struct {
 
 	mu      sync.Mutex
 	lookups map[string]lookupEntry     // guarded by mu
+	lists   map[string]*dirListing     // guarded by mu: PATH directories' names (see Lookup)
+	pre     *Prelisted                 // listings read on the host as the sandbox started (Prelist), or nil
 	where   map[[2]uint64]string       // guarded by mu: a path of each file Lookup found
 	digests map[policy.FileID][32]byte // guarded by mu
 }
@@ -244,6 +249,7 @@ func newFiles(sandbox *sandboxView, searchPath string) *files {
 		sandbox:    sandbox,
 		searchPath: dirs,
 		lookups:    map[string]lookupEntry{},
+		lists:      map[string]*dirListing{},
 		where:      map[[2]uint64]string{},
 		digests:    map[policy.FileID][32]byte{},
 	}}
@@ -272,24 +278,63 @@ func (f *files) rootPath() string {
 }
 
 // Lookup implements policy.Files.
+//
+// A bare name (or glob) is looked for in every directory of the PATH.
+// Rather than trying every name in every directory (a few hundred openat2
+// calls for the built-in deny list, and a directory read per glob per
+// directory), each directory is read once (listDir) and only the names it
+// holds are opened; a directory that is another by a second name (/bin on
+// a merged /usr) is skipped. A listing is a snapshot like the answers
+// themselves: an answer built from one is dated at the listing's time, so
+// it expires lookupTTL after the directory was read, as before.
 func (f *files) Lookup(name string) []policy.FileID {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e, ok := f.lookups[name]; ok && time.Since(e.at) < lookupTTL {
 		return e.ids
 	}
-	var cands []string
-	if strings.HasPrefix(name, "/") {
-		cands = f.expand(name)
-	} else if !strings.Contains(name, "/") {
-		for _, d := range f.searchPath {
-			cands = append(cands, f.expand(filepath.Join(d, name))...)
-		}
-	}
 	var ids []policy.FileID
+	at := time.Now()
 	root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
-	if err == nil {
+	if err != nil {
+		// Not an answer about the name (the sandbox's root is gone or
+		// not there yet): nothing is cached, the next Lookup tries again.
+		return nil
+	}
+	{
 		defer unix.Close(root)
+		var cands []string
+		if strings.HasPrefix(name, "/") {
+			cands = f.expand(root, name, &at)
+		} else if !strings.Contains(name, "/") {
+			glob := strings.ContainsAny(name, "*?[")
+			var dirs [][2]uint64
+			for _, d := range f.searchPath {
+				l := f.listDir(root, d)
+				if l == nil {
+					// Not a directory the sandbox can list: tried by
+					// name, as a shell's PATH search would.
+					if !glob {
+						cands = append(cands, filepath.Join(d, name))
+					}
+					continue
+				}
+				if l.at.Before(at) {
+					at = l.at
+				}
+				if slices.Contains(dirs, l.key) {
+					continue // the same directory by another name (/bin, /usr/bin)
+				}
+				dirs = append(dirs, l.key)
+				if !glob {
+					if _, ok := l.names[name]; ok {
+						cands = append(cands, filepath.Join(d, name))
+					}
+					continue
+				}
+				cands = append(cands, l.match(d, name)...)
+			}
+		}
 		seen := map[[2]uint64]bool{}
 		for _, c := range cands {
 			how := inRoot
@@ -308,23 +353,185 @@ func (f *files) Lookup(name string) []policy.FileID {
 			ids = append(ids, id)
 		}
 	}
-	f.lookups[name] = lookupEntry{ids: ids, at: time.Now()}
+	f.lookups[name] = lookupEntry{ids: ids, at: at}
 	return ids
 }
 
+// dirListing is the names one PATH directory held when it was read, as
+// the sandbox sees it.
+type dirListing struct {
+	key   [2]uint64 // the directory's device and inode
+	names map[string]struct{}
+	at    time.Time
+}
+
+// Prelisted holds directory listings read on the host while a sandbox
+// starts (Prelist), for the sandbox's first decision: reading the PATH and
+// the dynamic loader's directories is most of what that decision costs,
+// and on the host it overlaps bubblewrap's start instead of delaying the
+// command. A listing is used only for the directory it was read from: the
+// sandbox's directory of the same name must have the same device and inode
+// (see listDir); it expires lookupTTL after it was read, like any other.
+type Prelisted struct {
+	done  chan struct{}
+	lists map[string]*dirListing // set before done is closed, read-only after
+}
+
+// Prelist starts reading, on another goroutine, the directories the
+// supervisor would read to look up pol's programs on searchPath (the
+// command's PATH) in the host's root. Pass the result as
+// Options.Prelisted.
+func Prelist(pol *policy.Policy, searchPath string) *Prelisted {
+	p := &Prelisted{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		fs := newFiles(newSandboxView(0), searchPath)
+		for _, name := range pol.Programs() {
+			fs.Lookup(name)
+		}
+		p.lists = fs.lists
+	}()
+	return p
+}
+
+// listing returns the prelisted listing of dir, or nil when there is none
+// or the prelisting has not finished (the caller reads dir itself rather
+// than wait).
+func (p *Prelisted) listing(dir string) *dirListing {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.lists[dir]
+	default:
+		return nil
+	}
+}
+
+// match returns the names in l that match the glob element pattern, joined
+// to dir, sorted as filepath.Glob sorts them.
+func (l *dirListing) match(dir, pattern string) []string {
+	var ms []string
+	for n := range l.names {
+		if ok, _ := filepath.Match(pattern, n); ok {
+			ms = append(ms, filepath.Join(dir, n))
+		}
+	}
+	slices.Sort(ms)
+	return ms
+}
+
+// listDir returns dir's listing, read in the sandbox's root at most
+// lookupTTL ago, or nil when dir is not a directory cordon can read there.
+// f.mu is held.
+func (f *files) listDir(root int, dir string) *dirListing {
+	if l, ok := f.lists[dir]; ok && time.Since(l.at) < lookupTTL {
+		return l
+	}
+	delete(f.lists, dir)
+	at := time.Now()
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: inRoot.Resolve}
+	fd, err := unix.Openat2(root, dir, &how)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	if o := f.pre.listing(dir); o != nil && o.key == key && time.Since(o.at) < lookupTTL {
+		// Read on the host while the sandbox started, and the sandbox's
+		// dir is that very directory (same device and inode, so the same
+		// entries: a mount inside it can cover a name but not add one).
+		f.lists[dir] = o
+		return o
+	}
+	for _, o := range f.lists {
+		if o.key == key && time.Since(o.at) < lookupTTL {
+			// The same directory by another name (/bin on a merged
+			// /usr): one read, and the same snapshot time.
+			f.lists[dir] = o
+			return o
+		}
+	}
+	l := &dirListing{key: key, names: map[string]struct{}{}, at: at}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil // a listing cut short would hide names: not used
+		}
+		if n <= 0 {
+			break
+		}
+		b := buf[:n]
+		for len(b) >= 19 {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil
+			}
+			nm := b[19:reclen]
+			if i := bytes.IndexByte(nm, 0); i >= 0 {
+				nm = nm[:i]
+			}
+			if s := string(nm); s != "." && s != ".." {
+				l.names[s] = struct{}{}
+			}
+			b = b[reclen:]
+		}
+	}
+	f.lists[dir] = l
+	return l
+}
+
 // expand returns pattern itself, or its matches in the sandbox's view when
-// it holds glob metacharacters.
-func (f *files) expand(pattern string) []string {
+// it holds glob metacharacters (the dynamic loader's /lib*/ld-*.so*, say).
+// Each element with a metacharacter is matched against the listing of the
+// directories matched so far (listDir, read in the sandbox's root, so a
+// directory several patterns share is read once), as filepath.Glob would
+// match it. f.mu is held; at is moved back to the oldest listing's time.
+func (f *files) expand(root int, pattern string, at *time.Time) []string {
 	if !strings.ContainsAny(pattern, "*?[") {
 		return []string{pattern}
 	}
-	prefix := strings.TrimSuffix(f.rootPath(), "/")
-	matches, _ := filepath.Glob(prefix + pattern)
-	out := make([]string, 0, len(matches))
-	for _, m := range matches {
-		out = append(out, strings.TrimPrefix(m, prefix))
+	if strings.Contains(pattern, "\\") {
+		return nil // no rule escapes; a pattern that does matches nothing
 	}
-	return out
+	cur := []string{"/"}
+	elems := strings.Split(strings.Trim(pattern, "/"), "/")
+	for i, e := range elems {
+		if e == "" {
+			continue
+		}
+		if !strings.ContainsAny(e, "*?[") {
+			for j := range cur {
+				cur[j] = filepath.Join(cur[j], e)
+			}
+			continue
+		}
+		var next []string
+		for _, d := range cur {
+			l := f.listDir(root, d)
+			if l == nil {
+				continue // not a directory the sandbox can read
+			}
+			if l.at.Before(*at) {
+				*at = l.at
+			}
+			next = append(next, l.match(d, e)...)
+		}
+		cur = next
+		if len(cur) == 0 || i == len(elems)-1 {
+			break
+		}
+	}
+	return cur
 }
 
 // Digest implements policy.Files: SHA-256 of the file's content, cached by

@@ -25,7 +25,11 @@ import (
 //     filter cannot read them; glibc uses the direct calls the kernel has
 //     had since 4.3).
 func GatedFilter(creates bool) ([]byte, error) {
-	return buildFilter(true, creates, true, addSocketRules)
+	opts := optNotify | optConnects | optSockets
+	if creates {
+		opts |= optCreates
+	}
+	return program(opts)
 }
 
 func addSocketRules(f *seccomp.ScmpFilter) error {

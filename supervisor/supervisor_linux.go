@@ -110,6 +110,11 @@ type Options struct {
 	// SearchPath is the command's PATH, where a rule's bare program name
 	// is looked up to recognise links and copies of that program.
 	SearchPath string
+	// Prelisted, when set, holds the PATH's and the loader's directories
+	// as read on the host while the sandbox started (Prelist): the first
+	// decision uses a listing whose directory is the sandbox's own instead
+	// of reading it again.
+	Prelisted *Prelisted
 	// NeverRun lists files, or directories whose files, must never run,
 	// whatever the policy says: cordon's own policy files and trust store,
 	// which it binds read-only into the sandbox. A previous run may have
@@ -208,6 +213,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	sandbox := newSandboxView(viewPid)
 	fs := newFiles(sandbox, opts.SearchPath)
 	fs.neverRun = neverRun(opts.NeverRun)
+	fs.pre = opts.Prelisted
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,

@@ -26,7 +26,8 @@ type sandboxFlags struct {
 
 // isolationUsage is --isolation's help, shared by run, exec and session
 // create.
-const isolationUsage = "how the command is confined: auto (bwrap when bubblewrap works here, else landlock, saying so once), " +
+const isolationUsage = "how the command is confined: auto (bwrap when bubblewrap works here, else landlock, saying so once; " +
+	"a probe that succeeded is remembered in ~/.cache/cordon/bwrap-probe until the host changes), " +
 	"bwrap (namespaces: the full sandbox), landlock (no namespaces: writes only in the working directory, --rw paths " +
 	"and a private TMPDIR; Linux 5.13+; auto does not pick it for root), or none (exec policy only, no sandbox: prints a warning)"
 

@@ -48,7 +48,12 @@ type config struct {
 	Parallel    []int `json:"parallel"`
 	StrictAtP   bool  `json:"strict_at_parallel"` // also run --verify strict at P>1
 	StartupRuns int   `json:"startup_runs"`
-	Teardowns   int   `json:"teardown_runs"`
+	// LatencyExecs is the number of execs of /bin/true whose decision
+	// latency is read from the audit log; FirstSeen the number of programs
+	// the supervisor has not seen before (copies of /bin/true).
+	LatencyExecs int `json:"latency_execs"`
+	FirstSeen    int `json:"first_seen"`
+	Teardowns    int `json:"teardown_runs"`
 	// BenchTime and BenchCount are go test's -benchtime and -count.
 	BenchTime  string `json:"benchtime"`
 	BenchCount int    `json:"benchcount"`
@@ -66,10 +71,10 @@ type config struct {
 
 var (
 	fullConfig = config{Execs: 1000, Rounds: 11, Parallel: []int{1, 2, 8, 32}, StrictAtP: true,
-		StartupRuns: 40, Teardowns: 100, BenchTime: "500ms", BenchCount: 5, Supervisor: true, Hyperfine: true,
+		StartupRuns: 40, LatencyExecs: 1000, FirstSeen: 200, Teardowns: 100, BenchTime: "500ms", BenchCount: 5, Supervisor: true, Hyperfine: true,
 		SessionExecOps: 20, IdleSessions: 50, IdleRuns: 3, KillTree: 500, KillRuns: 5}
 	quickConfig = config{Quick: true, Execs: 200, Rounds: 5, Parallel: []int{1, 2, 8, 32},
-		StartupRuns: 15, Teardowns: 25, BenchTime: "100ms", BenchCount: 1,
+		StartupRuns: 15, LatencyExecs: 300, FirstSeen: 50, Teardowns: 25, BenchTime: "100ms", BenchCount: 1,
 		SessionExecOps: 6, IdleSessions: 10, IdleRuns: 1, KillTree: 500, KillRuns: 1}
 )
 
@@ -121,7 +126,8 @@ func run() int {
 	execs := flag.Int("execs", 0, "override the number of execs per run")
 	rounds := flag.Int("rounds", 0, "override the number of rounds")
 	parallel := flag.String("parallel", "", "override the concurrency levels, e.g. 2,8")
-	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,teardown,policy,supervisor,sessions,network); empty: all")
+	only := flag.String("only", "", "comma-separated sections to run (exec,parallel,startup,latency,teardown,policy,supervisor,sessions,network); empty: all")
+	floorSrc := flag.String("floor-src", "bench/floor/floor.c", "the C floor supervisor's source, compiled with cc")
 	render := flag.String("render", "", "print the table and redraw overhead.svg from an earlier results.json, without measuring")
 	var compare compareFlag
 	flag.Var(&compare, "compare", "NAME=BINARY: another cordon build to measure alongside (repeatable)")
@@ -154,7 +160,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()
 
-	h, err := newHarness(ctx, cfg, *cordonPath, *goTool, compare)
+	h, err := newHarness(ctx, cfg, *cordonPath, *goTool, *floorSrc, compare)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cordon-bench:", err)
 		return 2
@@ -177,6 +183,7 @@ func run() int {
 		{"exec", h.perExec},
 		{"parallel", h.parallel},
 		{"startup", h.startup},
+		{"latency", h.latency},
 		{"teardown", h.teardown},
 		{"policy", h.policyBench},
 		{"supervisor", h.supervisorBench},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ type results struct {
 	PerExec    *loopResult     `json:"per_exec,omitempty"`
 	Parallel   []*loopResult   `json:"parallel,omitempty"`
 	Startup    *startupResult  `json:"startup,omitempty"`
+	Latency    *latencyResult  `json:"decision_latency,omitempty"`
 	Teardown   *teardownResult `json:"teardown,omitempty"`
 	Policy     []benchResult   `json:"policy,omitempty"`
 	Supervisor []benchResult   `json:"supervisor_internals,omitempty"`
@@ -122,6 +124,13 @@ func evaluateBars(r *results) []bar {
 	} else {
 		add("startup, cordon/bare bwrap", "<= 2.5x", false, "", false)
 	}
+	if l := r.Latency; l != nil && len(l.Variants) > 0 {
+		v := l.Variants[0]
+		add("decision latency, a program seen before, median (audit latency_us)", "<= 20 µs", true, fmt.Sprintf("%.0f µs", v.Seen.Median), v.Seen.Median <= 20)
+		add("decision latency, a program seen before, p99 (audit latency_us)", "<= 100 µs", true, fmt.Sprintf("%.0f µs", v.Seen.P99), v.Seen.P99 <= 100)
+	} else {
+		add("decision latency, a program seen before (audit latency_us)", "median <= 20 µs, p99 <= 100 µs", false, "", false)
+	}
 	if t := r.Teardown; t != nil {
 		add("teardown median", "< 5 ms", true, fmt.Sprintf("%.2f ms (p99 %.2f ms)", t.CordonMS.Median, t.CordonMS.P99), t.CordonMS.Median < 5)
 	} else {
@@ -207,6 +216,11 @@ func printTable(w io.Writer, r *results) {
 				fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.0f | %s | %s | %s | %s |\n", l.Parallel, l.ExecsPerRun, v.Name,
 					v.WallUSPerExec.Median, v.CPUUSPerExec.Median, cell("bwrap", "wall"), cell("bwrap", "cpu"), cell("bare", "wall"), cell("bare", "cpu"))
 			}
+			if x := l.ratio("cordon/floor", "wall"); x != nil {
+				y := l.ratio("cordon/floor", "cpu")
+				fmt.Fprintf(&b, "| %d | | cordon / the C floor supervisor | | | wall **%.2f** (%.2f-%.2f) | CPU **%.2f** (%.2f-%.2f) | | |\n",
+					l.Parallel, x.Median, x.Q1, x.Q3, y.Median, y.Q1, y.Q3)
+			}
 			if x := l.ratio("cordon/cordon-strict", "wall"); x != nil {
 				y := l.ratio("cordon/cordon-strict", "cpu")
 				fmt.Fprintf(&b, "| %d | | ptrace verification's own cost: cordon / cordon --verify strict | | | wall %.2f (%.2f-%.2f) | CPU %.2f (%.2f-%.2f) | | |\n",
@@ -216,19 +230,39 @@ func printTable(w io.Writer, r *results) {
 		fmt.Fprintf(&b, "\nCPU: %s.\n\n", r.CPUMethod)
 	}
 	if s := r.Startup; s != nil {
-		fmt.Fprintf(&b, "### b: startup, `cordon -- /bin/true` vs `bwrap <cordon's flags> /bin/true` (%d alternating pairs)\n\n", s.Runs)
-		fmt.Fprintf(&b, "| | median ms | p90 ms | min ms |\n|---|---:|---:|---:|\n")
-		fmt.Fprintf(&b, "| cordon | %.1f | %.1f | %.1f |\n| bwrap | %.1f | %.1f | %.1f |\n", s.CordonMS.Median, s.CordonMS.P90, s.CordonMS.Min, s.BwrapMS.Median, s.BwrapMS.P90, s.BwrapMS.Min)
-		fmt.Fprintf(&b, "| **ratio** | **%.2f** (paired: median %.2f, IQR %.2f-%.2f) | | |\n", s.Ratio, s.PairRatio.Median, s.PairRatio.Q1, s.PairRatio.Q3)
+		fmt.Fprintf(&b, "### b: startup, `cordon -- /bin/true` vs `bwrap <cordon's flags> /bin/true` (%d rounds, variants alternating)\n\n", s.Runs)
+		fmt.Fprintf(&b, "| | median ms | p90 ms | min ms | vs bwrap (paired: median, IQR) |\n|---|---:|---:|---:|---:|\n")
+		vs := s.Variants
+		if len(vs) == 0 { // results.json from before the floor
+			vs = []*startupVariant{{Name: "cordon", MS: s.CordonMS, VsBwrap: s.PairRatio}, {Name: "bwrap", MS: s.BwrapMS}}
+		}
+		for _, v := range vs {
+			cell := "1"
+			if v.Name != "bwrap" {
+				cell = fmt.Sprintf("**%.2f** (%.2f-%.2f)", v.VsBwrap.Median, v.VsBwrap.Q1, v.VsBwrap.Q3)
+			}
+			fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %s |\n", startupLabel(v.Name), v.MS.Median, v.MS.P90, v.MS.Min, cell)
+		}
+		fmt.Fprintf(&b, "| **ratio** cordon/bwrap of the medians | **%.2f** | | | |\n", s.Ratio)
 		if hf := s.Hyperfine; hf != nil {
-			fmt.Fprintf(&b, "| hyperfine cross-check | cordon %.1f, bwrap %.1f: %.2f | | |\n", hf.CordonMS, hf.BwrapMS, hf.Ratio)
+			fmt.Fprintf(&b, "| hyperfine cross-check | cordon %.1f, bwrap %.1f: %.2f | | | |\n", hf.CordonMS, hf.BwrapMS, hf.Ratio)
 		}
 		b.WriteString("\n")
 	}
+	printLatency(&b, r.Latency)
 	if t := r.Teardown; t != nil {
 		fmt.Fprintf(&b, "### c: teardown, from the command's exit to the runner's exit (%d runs each)\n\n", t.Runs)
 		fmt.Fprintf(&b, "| | median ms | p90 ms | p99 ms | max ms |\n|---|---:|---:|---:|---:|\n")
 		fmt.Fprintf(&b, "| cordon | **%.2f** | %.2f | **%.2f** | %.2f |\n", t.CordonMS.Median, t.CordonMS.P90, t.CordonMS.P99, t.CordonMS.Max)
+		names := make([]string, 0, len(t.Compare))
+		for n := range t.Compare {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			d := t.Compare[n]
+			fmt.Fprintf(&b, "| %s | **%.2f** | %.2f | **%.2f** | %.2f |\n", n, d.Median, d.P90, d.P99, d.Max)
+		}
 		fmt.Fprintf(&b, "| bwrap (reference) | %.2f | %.2f | %.2f | %.2f |\n\n", t.BwrapMS.Median, t.BwrapMS.P90, t.BwrapMS.P99, t.BwrapMS.Max)
 	}
 	if len(r.Policy) > 0 {

@@ -28,6 +28,7 @@ const (
 	kindBare   kind = iota // directly on the host
 	kindBwrap              // in bubblewrap with cordon's flags, no supervisor
 	kindCordon             // under cordon
+	kindFloor              // in bubblewrap with cordon's flags, under the C floor supervisor (bench/floor)
 )
 
 // variant is one way of running the same command.
@@ -48,14 +49,17 @@ type harness struct {
 	cwd    string
 	tmp    string
 	policy string // a policy file: cordon's default policy, independent of the user's config
+	floor  string // the C floor supervisor, built by buildFloor; empty: not built, its rows are left out
 
 	bare, bw, cordonV, strict variant
+	floorV                    *variant // nil when the floor could not be built
 	compare                   []variant
 	cpu                       *cpuAcct // nil: rusage + the shell's own times
 	flagsNote                 string   // how the bwrap flags were checked against cordon's
+	bwPrefix                  []string // cordon's bwrap command line up to "--" (checkFlags); nil: h.spec's
 }
 
-func newHarness(ctx context.Context, cfg config, cordonPath, goTool string, compare compareFlag) (*harness, error) {
+func newHarness(ctx context.Context, cfg config, cordonPath, goTool, floorSrc string, compare compareFlag) (*harness, error) {
 	h := &harness{ctx: ctx, cfg: cfg, goTool: goTool}
 	var err error
 	if h.cordon, err = realPath(cordonPath); err != nil {
@@ -86,6 +90,11 @@ func newHarness(ctx context.Context, cfg config, cordonPath, goTool string, comp
 			return nil, fmt.Errorf("-compare %s: %w", c.name, err)
 		}
 		h.compare = append(h.compare, variant{Name: c.name, kind: kindCordon, bin: p})
+	}
+	if err := h.buildFloor(floorSrc); err != nil {
+		h.logf("the C floor is left out: %v", err)
+	} else {
+		h.floorV = &variant{Name: "floor", kind: kindFloor}
 	}
 	h.cpu = detectCPUAcct(ctx)
 	if h.cpu == nil {
@@ -129,7 +138,14 @@ func (h *harness) spec(command []string) bwrap.Spec {
 // argv returns how v runs command.
 func (h *harness) argv(v variant, command []string) []string {
 	switch v.kind {
-	case kindBwrap:
+	case kindBwrap, kindFloor:
+		if v.kind == kindFloor {
+			// The same sandbox; the floor runs the command as its child.
+			command = append([]string{h.floor}, command...)
+		}
+		if h.bwPrefix != nil {
+			return append(append([]string(nil), h.bwPrefix...), command...)
+		}
 		s := h.spec(command)
 		args, err := s.Args()
 		if err != nil {
@@ -143,10 +159,44 @@ func (h *harness) argv(v variant, command []string) []string {
 	return command
 }
 
+// buildFloor compiles the C floor supervisor next to the harness's own
+// binary: the sandbox sees the host's file system read-only but has a private
+// /tmp, so the binary cannot live in h.tmp.
+func (h *harness) buildFloor(src string) error {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		return fmt.Errorf("no C compiler (cc) on PATH: install build-essential")
+	}
+	if _, err := os.Stat(src); err != nil {
+		return fmt.Errorf("floor source: %w (run from the repository's root, or pass -floor-src)", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if self, err = realPath(self); err != nil {
+		return err
+	}
+	if strings.HasPrefix(self, "/tmp/") {
+		return fmt.Errorf("the harness binary %s is under /tmp, which the sandbox does not see: build it elsewhere (make bench does)", self)
+	}
+	out := filepath.Join(filepath.Dir(self), "cordon-bench-floor")
+	cmd := exec.CommandContext(h.ctx, cc, "-O2", "-Wall", "-o", out, src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cc %s: %v\n%s", src, err, b)
+	}
+	h.floor = out
+	return nil
+}
+
 var debugArgv = regexp.MustCompile(`msg="starting sandbox" argv=("(?:[^"\\]|\\.)*")`)
 
-// checkFlags compares the bwrap command line the harness uses with the one
-// cordon logs with --debug, so the bwrap baseline cannot drift from cordon.
+// checkFlags reads the bwrap command line cordon logs with --debug for this
+// directory and policy, and makes it the bwrap baseline's (h.bwPrefix): the
+// same binds, tmpfs, protections and placeholders, only the command after
+// "--" differs. Without it (cordon --debug failed, or its line cannot be
+// parsed) the baseline is bwrap.Spec's flags for this directory, which lack
+// what the policy and git add, and the note says so.
 func (h *harness) checkFlags() string {
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(h.ctx, h.cordon, "--debug", "--policy", h.policy, "--", "/bin/true")
@@ -162,12 +212,56 @@ func (h *harness) checkFlags() string {
 	if err != nil {
 		return "not checked: " + err.Error()
 	}
-	mine := bwrap.Describe(h.argv(h.bw, []string{h.cordon, runner.InitArg}))
-	if logged != mine {
-		h.logf("WARNING: the bwrap baseline's flags differ from cordon's:\n  cordon:  %s\n  harness: %s", logged, mine)
-		return "MISMATCH with cordon --debug: " + logged
+	words, err := splitDescribed(logged)
+	if err != nil {
+		return "not checked: " + err.Error()
 	}
-	return "identical to cordon --debug (" + logged + ")"
+	// The command is the last two words: cordon's binary and the init arg.
+	n := len(words)
+	if n < 4 || words[n-3] != "--" || words[n-1] != runner.InitArg || words[0] != h.bwrap {
+		return "not checked: unexpected command line " + logged
+	}
+	prefix := append([]string(nil), words[:n-2]...)
+	// Unreadable files are covered by a placeholder that cordon makes per
+	// run and removes after it: the baseline binds one of its own, made
+	// the same way (an empty mode-000 file).
+	for i, w := range prefix {
+		if i > 0 && prefix[i-1] == "--ro-bind" && strings.HasPrefix(w, filepath.Join(os.TempDir(), "cordon-files-")) {
+			ph := filepath.Join(h.tmp, "denied")
+			if err := os.WriteFile(ph, nil, 0); err != nil && !os.IsExist(err) {
+				return "not checked: " + err.Error()
+			}
+			prefix[i] = ph
+		}
+	}
+	h.bwPrefix = prefix
+	return "cordon's own, from cordon --debug (" + logged + ")"
+}
+
+// splitDescribed splits a command line written by bwrap.Describe: words
+// separated by one space, each bare or Go-quoted.
+func splitDescribed(s string) ([]string, error) {
+	var out []string
+	for len(s) > 0 {
+		if s[0] == '"' {
+			q, err := strconv.QuotedPrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("bad quoted word in %q: %w", s, err)
+			}
+			w, _ := strconv.Unquote(q)
+			out = append(out, w)
+			s = s[len(q):]
+		} else {
+			w, rest, _ := strings.Cut(s, " ")
+			out = append(out, w)
+			s = " " + rest
+			if rest == "" {
+				s = ""
+			}
+		}
+		s = strings.TrimPrefix(s, " ")
+	}
+	return out, nil
 }
 
 // sample is one measured command.

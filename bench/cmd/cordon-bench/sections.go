@@ -59,10 +59,18 @@ var ratioPairs = [][2]string{
 	{"bwrap", "bare"},
 	{"cordon-strict", "bwrap"},
 	{"cordon", "cordon-strict"},
+	{"floor", "bwrap"},
+	{"floor", "bare"},
+	{"cordon", "floor"},
+	{"cordon-strict", "floor"},
 }
 
 func (h *harness) perExec(res *results) error {
-	vs := append([]variant{h.bare, h.bw, h.cordonV, h.strict}, h.compare...)
+	vs := []variant{h.bare, h.bw}
+	if h.floorV != nil {
+		vs = append(vs, *h.floorV)
+	}
+	vs = append(append(vs, h.cordonV, h.strict), h.compare...)
 	r, err := h.loops(vs, 1, h.cfg.Execs)
 	if err != nil {
 		return err
@@ -76,7 +84,11 @@ func (h *harness) parallel(res *results) error {
 		if p == 1 && res.PerExec != nil {
 			continue // measured by perExec, with bare too
 		}
-		vs := []variant{h.bw, h.cordonV}
+		vs := []variant{h.bw}
+		if h.floorV != nil {
+			vs = append(vs, *h.floorV)
+		}
+		vs = append(vs, h.cordonV)
 		if h.cfg.StrictAtP {
 			vs = append(vs, h.strict)
 		}
@@ -129,7 +141,7 @@ func (h *harness) loops(vs []variant, p, total int) (*loopResult, error) {
 	}
 	pairs := append([][2]string{}, ratioPairs...)
 	for _, c := range h.compare {
-		pairs = append(pairs, [2]string{c.Name, "bwrap"}, [2]string{c.Name, "cordon"})
+		pairs = append(pairs, [2]string{c.Name, "bwrap"}, [2]string{c.Name, "cordon"}, [2]string{c.Name, "floor"})
 	}
 	for _, pr := range pairs {
 		a, b := stats[pr[0]], stats[pr[1]]
@@ -176,13 +188,17 @@ func (r *loopResult) ratio(name, metric string) *ratio {
 }
 
 // startupResult compares `cordon -- /bin/true` with bwrap running /bin/true
-// directly, with the same flags; wall from start to exit, in milliseconds.
+// directly, with the same flags, and with the C floor supervisor in that
+// sandbox; wall from start to exit, in milliseconds.
 type startupResult struct {
 	Runs      int     `json:"runs"`
 	CordonMS  dist    `json:"cordon_ms"`
 	BwrapMS   dist    `json:"bwrap_ms"`
 	Ratio     float64 `json:"ratio"`        // of the medians
-	PairRatio dist    `json:"paired_ratio"` // cordon/bwrap of each alternating pair
+	PairRatio dist    `json:"paired_ratio"` // cordon/bwrap of each alternating round
+	// Variants holds every variant, bwrap and cordon included: the floor
+	// and -compare builds, each with its ratio to bwrap in the same round.
+	Variants  []*startupVariant `json:"variants,omitempty"`
 	Hyperfine *struct {
 		CordonMS float64 `json:"cordon_median_ms"`
 		BwrapMS  float64 `json:"bwrap_median_ms"`
@@ -190,9 +206,28 @@ type startupResult struct {
 	} `json:"hyperfine,omitempty"`
 }
 
+type startupVariant struct {
+	Name    string    `json:"name"`
+	MS      dist      `json:"ms"`
+	VsBwrap dist      `json:"vs_bwrap"` // per-round ratio to bwrap
+	ms      []float64 // per round
+}
+
+func (s *startupResult) variant(name string) *startupVariant {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
 func (h *harness) startup(res *results) error {
-	cordonArgv := h.argv(h.cordonV, []string{"/bin/true"})
-	bwrapArgv := h.argv(h.bw, []string{"/bin/true"})
+	vs := []variant{h.bw}
+	if h.floorV != nil {
+		vs = append(vs, *h.floorV)
+	}
+	vs = append(append(vs, h.cordonV), h.compare...)
 	timeRun := func(argv []string) (float64, error) {
 		cmd := exec.CommandContext(h.ctx, argv[0], argv[1:]...)
 		var stderr bytes.Buffer
@@ -203,36 +238,43 @@ func (h *harness) startup(res *results) error {
 		}
 		return ms(time.Since(t0)), nil
 	}
-	for range 3 { // warm-up
-		if _, err := timeRun(cordonArgv); err != nil {
-			return err
-		}
-		if _, err := timeRun(bwrapArgv); err != nil {
-			return err
-		}
-	}
-	var c, b, pr []float64
-	for i := 0; i < h.cfg.StartupRuns; i++ {
-		var tc, tb float64
-		var err error
-		if i%2 == 0 {
-			if tc, err = timeRun(cordonArgv); err == nil {
-				tb, err = timeRun(bwrapArgv)
-			}
-		} else {
-			if tb, err = timeRun(bwrapArgv); err == nil {
-				tc, err = timeRun(cordonArgv)
+	s := &startupResult{Runs: h.cfg.StartupRuns}
+	argvs := make([][]string, len(vs))
+	for i, v := range vs {
+		argvs[i] = h.argv(v, []string{"/bin/true"})
+		s.Variants = append(s.Variants, &startupVariant{Name: v.Name})
+		for range 3 { // warm-up
+			if _, err := timeRun(argvs[i]); err != nil {
+				return err
 			}
 		}
-		if err != nil {
-			return err
-		}
-		c, b, pr = append(c, tc), append(b, tb), append(pr, tc/tb)
 	}
-	s := &startupResult{Runs: h.cfg.StartupRuns, CordonMS: summarize(c), BwrapMS: summarize(b), PairRatio: summarize(pr)}
+	// Each round runs every variant once, in an order rotated from round to
+	// round, so a burst of load on the machine falls on all of them.
+	for round := 0; round < h.cfg.StartupRuns; round++ {
+		for i := range vs {
+			j := (i + round) % len(vs)
+			t, err := timeRun(argvs[j])
+			if err != nil {
+				return err
+			}
+			s.Variants[j].ms = append(s.Variants[j].ms, t)
+		}
+	}
+	bw := s.Variants[0].ms
+	for _, v := range s.Variants {
+		v.MS = summarize(v.ms)
+		var r []float64
+		for i := range v.ms {
+			r = append(r, v.ms[i]/bw[i])
+		}
+		v.VsBwrap = summarize(r)
+	}
+	c := s.variant("cordon")
+	s.CordonMS, s.BwrapMS, s.PairRatio = c.MS, s.Variants[0].MS, c.VsBwrap
 	s.Ratio = s.CordonMS.Median / s.BwrapMS.Median
 	if h.cfg.Hyperfine {
-		if hf, err := h.hyperfine(cordonArgv, bwrapArgv); err != nil {
+		if hf, err := h.hyperfine(h.argv(h.cordonV, []string{"/bin/true"}), argvs[0]); err != nil {
 			h.logf("hyperfine cross-check skipped: %v", err)
 		} else {
 			s.Hyperfine = hf
@@ -302,6 +344,8 @@ type teardownResult struct {
 	Runs     int  `json:"runs"`
 	CordonMS dist `json:"cordon_ms"`
 	BwrapMS  dist `json:"bwrap_ms"`
+	// Compare holds the -compare builds, measured in the same alternation.
+	Compare map[string]dist `json:"compare,omitempty"`
 }
 
 func (h *harness) teardown(res *results) error {
@@ -345,6 +389,7 @@ func (h *harness) teardown(res *results) error {
 		return err
 	}
 	var c, b []float64
+	others := make([][]float64, len(h.compare))
 	for i := 0; i < h.cfg.Teardowns; i++ {
 		tc, err := one(ca)
 		if err != nil {
@@ -355,8 +400,21 @@ func (h *harness) teardown(res *results) error {
 			return err
 		}
 		c, b = append(c, tc), append(b, tb)
+		for j, v := range h.compare {
+			t, err := one(h.argv(v, cmd))
+			if err != nil {
+				return err
+			}
+			others[j] = append(others[j], t)
+		}
 	}
 	res.Teardown = &teardownResult{Runs: h.cfg.Teardowns, CordonMS: summarize(c), BwrapMS: summarize(b)}
+	for j, v := range h.compare {
+		if res.Teardown.Compare == nil {
+			res.Teardown.Compare = map[string]dist{}
+		}
+		res.Teardown.Compare[v.Name] = summarize(others[j])
+	}
 	return nil
 }
 

@@ -1,0 +1,168 @@
+package supervisor
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-sandbox/cordon/policy"
+)
+
+func writeProg(t *testing.T, path, content string) policy.FileID {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o755))
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(path, &st))
+	return policy.FileID{Dev: st.Dev, Ino: st.Ino}
+}
+
+func sameFiles(ids []policy.FileID) [][2]uint64 {
+	var out [][2]uint64
+	for _, id := range ids {
+		out = append(out, [2]uint64{id.Dev, id.Ino})
+	}
+	return out
+}
+
+// Lookup finds a name in every PATH directory, by a glob too, and skips a
+// directory that is another by a second name (a symlink to it), without
+// losing a file.
+func TestLookupListsPathDirectories(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	require.NoError(t, os.Mkdir(a, 0o755))
+	require.NoError(t, os.Mkdir(b, 0o755))
+	require.NoError(t, os.Symlink(a, filepath.Join(base, "alias")))
+	x1 := writeProg(t, filepath.Join(a, "prog"), "one")
+	x2 := writeProg(t, filepath.Join(b, "prog"), "two")
+	m1 := writeProg(t, filepath.Join(a, "mkfs.ext4"), "three")
+	m2 := writeProg(t, filepath.Join(b, "mkfs.vfat"), "four")
+	require.NoError(t, os.Mkdir(filepath.Join(b, "mkfs.dir"), 0o755)) // not a file: not an answer
+
+	fs := newFiles(newSandboxView(0), filepath.Join(base, "alias")+":"+a+":"+b+":"+filepath.Join(base, "missing"))
+	assert.Equal(t, [][2]uint64{{x1.Dev, x1.Ino}, {x2.Dev, x2.Ino}}, sameFiles(fs.Lookup("prog")))
+	assert.Equal(t, [][2]uint64{{m1.Dev, m1.Ino}, {m2.Dev, m2.Ino}}, sameFiles(fs.Lookup("mkfs.*")))
+	assert.Empty(t, fs.Lookup("absent"))
+	// Where a file was found: the first PATH directory that holds it.
+	assert.Equal(t, filepath.Join(base, "alias", "prog"), fs.where[[2]uint64{x1.Dev, x1.Ino}])
+
+	// An absolute glob, elements matched one directory at a time.
+	got := fs.expandNow(filepath.Join(base, "*", "mkfs.*"))
+	want, err := filepath.Glob(filepath.Join(base, "*", "mkfs.*"))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
+// The dynamic loader's patterns expand as filepath.Glob expands them.
+func TestExpandMatchesGlob(t *testing.T) {
+	fs := newFiles(newSandboxView(0), "")
+	for _, p := range []string{"/lib*/ld-*.so*", "/usr/lib/*-linux-*/ld-*.so*", "/usr/bin/mkfs.*", "/nonexistent/*/x"} {
+		want, err := filepath.Glob(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, fs.expandNow(p), p)
+	}
+}
+
+// A directory listing is a snapshot: an answer built from one expires
+// lookupTTL after the directory was read, not after the answer was made, so
+// a program installed later is found within lookupTTL as before; and an
+// expired listing is read again.
+func TestLookupListingCannotOutliveTTL(t *testing.T) {
+	dir := t.TempDir()
+	fs := newFiles(newSandboxView(0), dir)
+	assert.Empty(t, fs.Lookup("first")) // lists dir
+	old := time.Now().Add(-lookupTTL + time.Second)
+	fs.lists[dir].at = old
+
+	// Installed after the listing: not seen yet (the listing is a
+	// snapshot), and the answer is dated at the listing, so it expires
+	// with it.
+	id := writeProg(t, filepath.Join(dir, "later"), "x")
+	assert.Empty(t, fs.Lookup("later"))
+	assert.Equal(t, old, fs.lookups["later"].at)
+
+	// Once the listing is older than lookupTTL, both are renewed.
+	fs.lists[dir].at = time.Now().Add(-lookupTTL - time.Second)
+	e := fs.lookups["later"]
+	e.at = fs.lists[dir].at
+	fs.lookups["later"] = e
+	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(fs.Lookup("later")))
+
+	// Replaced under the same name: a new inode, found once the answer
+	// expires.
+	require.NoError(t, os.Remove(filepath.Join(dir, "later")))
+	id2 := writeProg(t, filepath.Join(dir, "later"), "y")
+	e = fs.lookups["later"]
+	e.at = time.Now().Add(-lookupTTL - time.Second)
+	fs.lookups["later"] = e
+	assert.Equal(t, [][2]uint64{{id2.Dev, id2.Ino}}, sameFiles(fs.Lookup("later")))
+}
+
+// expandNow runs expand as Lookup does, with the root open and f.mu held.
+func (f *files) expandNow(pattern string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	at := time.Now()
+	return f.expand(root, pattern, &at)
+}
+
+// A Lookup that cannot open the sandbox's root (its init is gone) is not an
+// answer about the name: nothing is cached, so a later Lookup, once the
+// root can be opened, looks again instead of taking "no such program".
+func TestLookupWithoutRootCachesNothing(t *testing.T) {
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	fs := newFiles(newSandboxView(cmd.Process.Pid), "/usr/bin:/bin")
+	assert.Nil(t, fs.Lookup("true"))
+	assert.Empty(t, fs.lookups)
+	fs.rootPid = 0 // the host's root: a root that opens
+	assert.NotEmpty(t, fs.Lookup("true"))
+}
+
+// A listing read on the host while the sandbox starts (Prelist) is taken
+// for the very same directory only: the same path whose directory has
+// another device or inode in the sandbox's view is read again. The listing
+// keeps its own read time, so answers built from it expire as if the
+// supervisor had read it.
+func TestPrelistUsedOnlyForTheSameDirectory(t *testing.T) {
+	dir := t.TempDir()
+	id := writeProg(t, filepath.Join(dir, "prog"), "x")
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Rules: []policy.Rule{{Decision: policy.Deny, Pattern: "prog"}}})
+	require.NoError(t, err)
+	pre := Prelist(pol, dir)
+	<-pre.done
+	require.NotNil(t, pre.listing(dir), "the PATH directory was read")
+
+	fs := newFiles(newSandboxView(0), dir)
+	fs.pre = pre
+	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(fs.Lookup("prog")))
+	assert.Same(t, pre.listing(dir), fs.lists[dir], "the prelisted listing is taken")
+	assert.Equal(t, pre.listing(dir).at, fs.lookups["prog"].at, "the answer is dated at the host's read")
+
+	// The sandbox's dir is another directory (a tmpfs over it, say): the
+	// prelisted names are not taken.
+	other := newFiles(newSandboxView(0), dir)
+	other.pre = &Prelisted{done: pre.done, lists: map[string]*dirListing{
+		dir: {key: [2]uint64{1, 2}, names: map[string]struct{}{"ghost": {}}, at: time.Now()},
+	}}
+	assert.Empty(t, other.Lookup("ghost"))
+	assert.NotEmpty(t, other.Lookup("prog"))
+	assert.NotSame(t, other.pre.lists[dir], other.lists[dir])
+
+	// Not finished yet: not waited for.
+	slow := &Prelisted{done: make(chan struct{})}
+	assert.Nil(t, slow.listing(dir))
+	var none *Prelisted
+	assert.Nil(t, none.listing(dir))
+}
