@@ -55,22 +55,22 @@ func TestDecideResolvedAddresses(t *testing.T) {
 	}
 	ctx := context.Background()
 	// The first address is denied by an address rule: the second is used.
-	got, rec := mk("allow svc.example:443", "deny 93.184.0.1:443").decide(ctx, "connect", "svc.example", 443, netip.AddrPort{})
+	got, rec := mk("allow svc.example:443", "deny 93.184.0.1:443").decide(ctx, "connect", "svc.example", 443, Endpoints{})
 	assert.Equal(t, "93.184.0.2:443", got.String(), rec.RuleText())
 	// Both denied (one by an ask rule, which also wins): refused.
-	got, rec = mk("allow svc.example:443", "deny 93.184.0.1:443", "ask 93.184.0.2:443").decide(ctx, "connect", "svc.example", 443, netip.AddrPort{})
+	got, rec = mk("allow svc.example:443", "deny 93.184.0.1:443", "ask 93.184.0.2:443").decide(ctx, "connect", "svc.example", 443, Endpoints{})
 	assert.False(t, got.IsValid())
 	assert.True(t, rec.Refused())
 	assert.Contains(t, rec.RuleText(), "resolves to 93.184.0.1, refused by deny")
 	// A wildcard: the host's own address is skipped, the other used.
-	got, _ = mk("allow *:443", "deny 93.184.0.1:443").decide(ctx, "connect", "svc.example", 443, netip.AddrPort{})
+	got, _ = mk("allow *:443", "deny 93.184.0.1:443").decide(ctx, "connect", "svc.example", 443, Endpoints{})
 	assert.False(t, got.IsValid(), "only the host's own address was left")
-	got, _ = mk("allow *:443").decide(ctx, "connect", "svc.example", 443, netip.AddrPort{})
+	got, _ = mk("allow *:443").decide(ctx, "connect", "svc.example", 443, Endpoints{})
 	assert.Equal(t, "93.184.0.1:443", got.String())
 	// The host's own address by literal: a wildcard refuses, an exact rule reaches.
-	got, rec = mk("allow *:443").decide(ctx, "connect", "93.184.0.2", 443, netip.AddrPort{})
+	got, rec = mk("allow *:443").decide(ctx, "connect", "93.184.0.2", 443, Endpoints{})
 	assert.False(t, got.IsValid())
 	assert.Contains(t, rec.RuleText(), "the host's own")
-	got, _ = mk("allow 93.184.0.2:443").decide(ctx, "connect", "93.184.0.2", 443, netip.AddrPort{})
+	got, _ = mk("allow 93.184.0.2:443").decide(ctx, "connect", "93.184.0.2", 443, Endpoints{})
 	assert.Equal(t, "93.184.0.2:443", got.String())
 }

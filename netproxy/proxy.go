@@ -70,9 +70,9 @@ type Options struct {
 	// Policy holds the network rules; nil refuses everything.
 	Policy *policy.NetPolicy
 	// Owner finds the process holding the sandbox's end of a connection
-	// (peer is the client's address on the sandbox's loopback). nil, or a
+	// (ends: the sandbox socket's address and the listener's). nil, or a
 	// zero Owner: unknown, and rules limited with For do not match.
-	Owner func(peer netip.AddrPort) Owner
+	Owner func(ends Endpoints) Owner
 	// RequireOwner refuses a connection whose Owner is unknown (zero
 	// Pid): where the listeners are on the host's loopback (the landlock
 	// tier), any program of the host can reach them, and only a
@@ -157,7 +157,7 @@ func New(o Options) *Proxy {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, c.RemoteAddr())
+			return context.WithValue(ctx, peerKey{}, endpointsOf(c))
 		},
 		// Malformed requests are the workload's business; they get their
 		// HTTP error, not a line on the user's terminal.
@@ -168,6 +168,19 @@ func New(o Options) *Proxy {
 
 type dialKey struct{}
 type peerKey struct{}
+
+// Endpoints are a proxy connection's two ends: Peer the sandbox's socket,
+// Local the proxy's listener that accepted it. A connection is identified
+// by both: one local port of the sandbox's may serve two connections, one
+// to each listener (the kernel shares an ephemeral port between
+// destinations), so the peer alone can name another process's socket.
+type Endpoints struct {
+	Peer, Local netip.AddrPort
+}
+
+func endpointsOf(c net.Conn) Endpoints {
+	return Endpoints{Peer: peerOf(c.RemoteAddr()), Local: peerOf(c.LocalAddr())}
+}
 
 // limitListener hands out at most cap(slots) connections at once; the
 // rest wait in the kernel's backlog.
@@ -299,10 +312,10 @@ func (p *Proxy) Close() error {
 // when allowed, resolves the name and picks the address to dial. The
 // record says what was decided; when target is invalid the connection is
 // refused (and the record was reported).
-func (p *Proxy) decide(ctx context.Context, proto, host string, port uint16, peer netip.AddrPort) (netip.AddrPort, *Record) {
+func (p *Proxy) decide(ctx context.Context, proto, host string, port uint16, ends Endpoints) (netip.AddrPort, *Record) {
 	rec := &Record{Time: time.Now(), Proto: proto, Host: host, Port: port, Decision: policy.Deny}
 	if p.o.Owner != nil {
-		rec.Owner = p.o.Owner(peer)
+		rec.Owner = p.o.Owner(ends)
 	}
 	if p.o.RequireOwner && rec.Owner.Pid == 0 {
 		rec.Reason = "the connection is not from the sandbox"
@@ -425,9 +438,9 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	peer := peerOf(r.Context().Value(peerKey{}).(net.Addr))
+	ends := r.Context().Value(peerKey{}).(Endpoints)
 	if r.Method == http.MethodConnect {
-		p.serveConnect(w, r, peer)
+		p.serveConnect(w, r, ends)
 		return
 	}
 	// Go's server sets r.Host from an absolute request-URI, else from the
@@ -446,7 +459,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cordon: a proxied request needs a host", http.StatusBadRequest)
 		return
 	}
-	target, rec := p.decide(r.Context(), "http", host, port, peer)
+	target, rec := p.decide(r.Context(), "http", host, port, ends)
 	if !target.IsValid() {
 		http.Error(w, strings.TrimSuffix(denyBody(rec), "\n"), http.StatusForbidden)
 		return
@@ -521,13 +534,13 @@ func (c *countReader) Read(b []byte) (int, error) {
 
 func (c *countReader) Close() error { return c.r.Close() }
 
-func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, peer netip.AddrPort) {
+func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request, ends Endpoints) {
 	host, port, err := splitTarget(r.RequestURI, 0)
 	if err != nil || host == "" || port == 0 {
 		http.Error(w, "cordon: CONNECT needs HOST:PORT", http.StatusBadRequest)
 		return
 	}
-	target, rec := p.decide(r.Context(), "connect", host, port, peer)
+	target, rec := p.decide(r.Context(), "connect", host, port, ends)
 	if !target.IsValid() {
 		w.Header().Set("Connection", "close")
 		http.Error(w, strings.TrimSuffix(denyBody(rec), "\n"), http.StatusForbidden)

@@ -40,8 +40,7 @@ func (p *Proxy) serveSOCKS(c net.Conn) {
 	if err != nil {
 		return
 	}
-	peer := peerOf(c.RemoteAddr())
-	target, rec := p.decide(context.Background(), "socks", host, port, peer)
+	target, rec := p.decide(context.Background(), "socks", host, port, endpointsOf(c))
 	if !target.IsValid() {
 		socksReply(c, repNotAllowed)
 		return

@@ -372,7 +372,7 @@ type connTable struct {
 	initPid int // set before the supervisor runs
 
 	mu    sync.Mutex
-	m     map[uint64]netproxy.Owner // guarded by mu; keyed by socket inode
+	m     map[uint64]connRecord // guarded by mu; keyed by socket inode
 	order []uint64                  // guarded by mu: oldest first
 }
 
@@ -382,7 +382,13 @@ type connTable struct {
 const maxConnRecords = 8192
 
 func newConnTable(execs *execTable) *connTable {
-	return &connTable{execs: execs, m: map[uint64]netproxy.Owner{}}
+	return &connTable{execs: execs, m: map[uint64]connRecord{}}
+}
+
+// connRecord is who connected a socket, and to which port.
+type connRecord struct {
+	owner netproxy.Owner
+	port  uint16
 }
 
 // note records a connect the supervisor saw (supervisor.Options.OnConnect).
@@ -403,37 +409,48 @@ func (c *connTable) note(ev supervisor.ConnectEvent) {
 	if _, ok := c.m[ev.Inode]; !ok {
 		c.order = append(c.order, ev.Inode)
 	}
-	c.m[ev.Inode] = o
+	c.m[ev.Inode] = connRecord{owner: o, port: ev.Addr.Port()}
 	for len(c.order) > maxConnRecords {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]
 	}
 }
 
-func (c *connTable) lookup(inode uint64) (netproxy.Owner, bool) {
+// lookup returns the owner recorded for the socket inode, if it was
+// recorded connecting to port (the listener that accepted it): a record
+// of a connect elsewhere is not this connection's.
+func (c *connTable) lookup(inode uint64, port uint16) (netproxy.Owner, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o, ok := c.m[inode]
-	return o, ok
+	r, ok := c.m[inode]
+	if !ok || r.port != port {
+		return netproxy.Owner{}, false
+	}
+	return r.owner, true
 }
 
 // netOwner finds who connected the client end of a proxy connection: the
 // socket's inode from the sandbox's TCP table (read through its init,
 // which is in its network namespace), then the connTable's record of it.
+// The socket is looked up by both ends, never by the client's address
+// alone: the kernel lets one ephemeral port of the sandbox's serve a
+// connection to each of the proxy's listeners, so the client's address can
+// name another process's socket (a workload colliding with git's port to
+// borrow git's for: rules).
 // No record (a connect the supervisor did not see, e.g. TCP Fast Open's
 // sendto, i386's socketcall, or a sandbox supervised with ptrace only):
 // the owner is unknown, and rules limited to programs do not match.
-func netOwner(initPid int, diag *sockDiag, conns *connTable, ports ProxyPorts, peer netip.AddrPort) netproxy.Owner {
-	inode := diag.inode(peer, ports)
+func netOwner(initPid int, diag *sockDiag, conns *connTable, ends netproxy.Endpoints) netproxy.Owner {
+	inode := diag.inode(ends)
 	if inode == "" {
 		// Slower (the kernel walks its whole TCP table), same answer.
-		inode = socketInode(initPid, peer, ports)
+		inode = socketInode(initPid, ends)
 	}
 	n, err := strconv.ParseUint(inode, 10, 64)
 	if err != nil || conns == nil {
 		return netproxy.Owner{}
 	}
-	o, _ := conns.lookup(n)
+	o, _ := conns.lookup(n, ends.Local.Port())
 	return o
 }
 
@@ -461,8 +478,9 @@ func chainPrograms(initPid int, execs *execTable, pid int) (progs, argv []string
 }
 
 // socketInode finds the inode of the sandbox's TCP socket whose local
-// address is peer and whose remote port is one of the proxy's.
-func socketInode(initPid int, peer netip.AddrPort, ports ProxyPorts) string {
+// address is ends.Peer and whose remote address is ends.Local.
+func socketInode(initPid int, ends netproxy.Endpoints) string {
+	peer := ends.Peer
 	for _, name := range []string{"tcp", "tcp6"} {
 		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", initPid, name))
 		if err != nil {
@@ -479,7 +497,7 @@ func socketInode(initPid int, peer netip.AddrPort, ports ProxyPorts) string {
 			if !ok1 || !ok2 || local.Addr().Unmap() != peer.Addr().Unmap() || local.Port() != peer.Port() {
 				continue
 			}
-			if remote.Port() != ports.HTTP && remote.Port() != ports.SOCKS {
+			if remote.Addr().Unmap() != ends.Local.Addr().Unmap() || remote.Port() != ends.Local.Port() {
 				continue
 			}
 			f.Close()
@@ -535,11 +553,11 @@ func (s *Sandbox) startProxy(fds []int, sp *startSpec) error {
 	if sp.policy != nil {
 		np = sp.policy.Network()
 	}
-	initPid, conns, diag, ports := s.initPid, s.conns, s.diag, s.ports
+	initPid, conns, diag := s.initPid, s.conns, s.diag
 	s.proxy = netproxy.New(netproxy.Options{
 		Policy: np,
-		Owner: func(peer netip.AddrPort) netproxy.Owner {
-			return netOwner(initPid, diag, conns, ports, peer)
+		Owner: func(ends netproxy.Endpoints) netproxy.Owner {
+			return netOwner(initPid, diag, conns, ends)
 		},
 		RequireOwner: s.gated,
 		Ask:          sp.askNet,
@@ -578,32 +596,35 @@ type sockDiag struct {
 }
 
 // inode returns the inode of the sandbox's TCP socket whose local address
-// is peer and whose remote is one of the proxy's ports, or "".
-func (d *sockDiag) inode(peer netip.AddrPort, ports ProxyPorts) string {
+// is ends.Peer and whose remote is ends.Local (the listener that accepted
+// it), or "".
+func (d *sockDiag) inode(ends netproxy.Endpoints) string {
 	if d == nil {
 		return ""
 	}
-	for _, port := range ports.list() {
-		if ino, ok := d.lookup(peer, port); ok {
-			return strconv.FormatUint(uint64(ino), 10)
-		}
+	if ino, ok := d.lookup(ends); ok {
+		return strconv.FormatUint(uint64(ino), 10)
 	}
 	return ""
 }
 
 // lookup sends one SOCK_DIAG_BY_FAMILY request (inet_diag_req_v2 with the
 // exact socket id, no cookie) and reads the answer's idiag_inode.
-func (d *sockDiag) lookup(peer netip.AddrPort, proxyPort uint16) (uint32, bool) {
+func (d *sockDiag) lookup(ends netproxy.Endpoints) (uint32, bool) {
+	peer, proxyPort := ends.Peer, ends.Local.Port()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fd < 0 {
 		return 0, false
 	}
 	d.seq++
-	src := peer.Addr().Unmap()
-	family, dst := byte(unix.AF_INET), netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	src, dst := peer.Addr().Unmap(), ends.Local.Addr().Unmap()
+	family := byte(unix.AF_INET)
+	if src.Is6() != dst.Is6() {
+		return 0, false
+	}
 	if src.Is6() {
-		family, dst = unix.AF_INET6, netip.IPv6Loopback()
+		family = unix.AF_INET6
 	}
 	const hdr, reqLen = 16, 56
 	b := make([]byte, hdr+reqLen)
