@@ -373,7 +373,7 @@ type connTable struct {
 
 	mu    sync.Mutex
 	m     map[uint64]connRecord // guarded by mu; keyed by socket inode
-	order []uint64                  // guarded by mu: oldest first
+	order []uint64              // guarded by mu: oldest first
 }
 
 // maxConnRecords bounds the table: the oldest records go first (their
