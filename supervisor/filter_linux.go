@@ -209,6 +209,12 @@ func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
 	// that probe for them fall back):
 	//   - io_uring_*: submits file operations no syscall filter sees;
 	//     ENOSYS makes io_uring users fall back to plain syscalls;
+	//   - Linux AIO (io_setup and the rest): a read queued just before
+	//     execve completes in the kernel after the supervisor read the
+	//     caller's path and argv and before the kernel reads them again,
+	//     rewriting memory strict mode trusts as written only by the
+	//     caller's one thread. ENOSYS: libaio users (databases) fall back
+	//     or say so; glibc's POSIX AIO uses threads, not these calls;
 	//   - userfaultfd: can stall the supervisor's read of a caller's
 	//     argv on a page fault it controls;
 	//   - process_vm_writev: rewrites another process's memory (its argv
@@ -221,6 +227,12 @@ func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
 		{"io_uring_setup", unix.ENOSYS},
 		{"io_uring_enter", unix.ENOSYS},
 		{"io_uring_register", unix.ENOSYS},
+		{"io_setup", unix.ENOSYS},
+		{"io_submit", unix.ENOSYS},
+		{"io_getevents", unix.ENOSYS},
+		{"io_pgetevents", unix.ENOSYS},
+		{"io_cancel", unix.ENOSYS},
+		{"io_destroy", unix.ENOSYS},
 		{"userfaultfd", unix.EPERM},
 		// ptrace: a tracer can rewrite a traced program's memory after
 		// its exec was checked. Debuggers and strace do not work inside

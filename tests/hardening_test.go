@@ -362,3 +362,31 @@ func TestHardSeizeDeadlock(t *testing.T) {
 	require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
 	assert.Contains(t, r.stdout, "summary n=10")
 }
+
+// TestHardAsyncIOFlip overwrites an exec's path and argv[0] with Linux AIO:
+// O_DIRECT reads queued just before execve complete in the kernel after the
+// supervisor read the caller's memory and before the kernel reads it again.
+// Strict mode trusts private anonymous memory as written only by its single
+// thread; an asynchronous kernel writer breaks that, so Linux AIO is refused
+// like io_uring. Before: "uid=" from the denied id in most of 300 tries
+// under --verify strict (found by the speed work's red team).
+func TestHardAsyncIOFlip(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	// Outside /tmp (the sandbox's own) and the working directory: on the
+	// read-only root, so strict mode decides its execs at all.
+	bin, err := os.MkdirTemp("/var/tmp", "cordon-aio-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	prog := buildC(t, bin, "aioflip.c", "aioflip")
+	for _, verify := range []string{"strict", "auto"} {
+		t.Run(verify, func(t *testing.T) {
+			r := runCordon(t, runOpts{dir: dir, timeout: 90 * time.Second}, "--verify", verify, "--deny", "id", "--",
+				prog, "-n", "300", "-a", "/usr/bin/ls", "-d", "/usr/bin/id")
+			require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+			assert.Contains(t, r.stdout, "io_setup: Function not implemented\n")
+			assert.Contains(t, r.stdout, "summary n=300")
+			assert.Zero(t, strings.Count(r.stdout, "uid="), "the denied program ran")
+		})
+	}
+}
