@@ -497,11 +497,7 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	}
 	d.Syscall, d.Arch = call.name, call.arch
 	d.pathAddr, d.argvAddr, d.ptrSize, d.dirfd = call.path, call.argv, call.ptrSize, call.dirfd
-	path, err := s.mem.readString(pid, call.path, pathMax, errNameLen)
-	if err != nil {
-		return s.readErrno(pid, err)
-	}
-	argv, err := s.mem.readArgv(pid, call.argv, call.ptrSize)
+	path, argv, err := s.mem.readExec(pid, call.path, call.argv, call.ptrSize)
 	if err != nil {
 		return s.readErrno(pid, err)
 	}
