@@ -22,6 +22,11 @@ type target struct {
 	fd       int  // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
 	id       policy.FileID
 	path     string // canonical absolute path in the sandbox's view (symlinks followed)
+	// mapped says the file is a process's image (/proc/PID/exe at its exec
+	// event): the file a loader mapped, which is never a #! script
+	// (binfmt_script and binfmt_misc hand the exec to an interpreter and
+	// never become the image), so its head need not be read.
+	mapped bool
 }
 
 // inRoot is how every file cordon looks at on the sandbox's behalf is
