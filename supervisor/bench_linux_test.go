@@ -49,12 +49,24 @@ func benchWords(n int) []string {
 	return argv
 }
 
-// BenchmarkReadArgv reads an exec's path and argv as decide does: a few
-// process_vm_readv calls whatever the number of words.
+// BenchmarkReadArgv reads an exec's path and argv as decide does
+// (readExec: two process_vm_readv calls whatever the number of words), and
+// as it did before ("apart": the path in a call of its own).
 func BenchmarkReadArgv(b *testing.B) {
 	pid := os.Getpid()
 	for _, n := range []int{3, 16, 128} {
 		b.Run(fmt.Sprintf("words=%d", n), func(b *testing.B) {
+			path, arr := benchArgv(b, benchWords(n))
+			var m memReader
+			b.ReportAllocs()
+			for b.Loop() {
+				_, argv, err := m.readExec(pid, path, arr, 8)
+				if err != nil || len(argv) != n {
+					b.Fatalf("readExec: %d words, %v", len(argv), err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("words=%d,apart", n), func(b *testing.B) {
 			path, arr := benchArgv(b, benchWords(n))
 			var m memReader
 			b.ReportAllocs()

@@ -42,9 +42,21 @@ type sandboxView struct {
 	mntNS    string
 	root     [2]uint64       // device and inode of the root directory
 	devState map[uint64]bool // every device mounted in the sandbox: true when some mount of it is writable
+
+	// rootMnt is the unique id of the mount that is the sandbox's root
+	// (STATX_MNT_ID_UNIQUE, Linux 6.8+: 64 bits, never reused), or 0 when
+	// the kernel does not report one; then every caller's root is opened
+	// and its mount namespace read (openRootSlow).
+	rootMnt uint64
+	// rootMu guards rootFD against Close: a descriptor number closed while
+	// another goroutine (Recognize's lookups) dups it could name another
+	// file by then.
+	rootMu sync.RWMutex
+	rootFD int  // guarded by rootMu: the sandbox's root (O_PATH), or -1
+	closed bool // guarded by rootMu
 }
 
-func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid} }
+func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid, rootFD: -1} }
 
 // openProc opens the sandbox's proc (O_PATH directory), where its pids are
 // listed. No descriptor is kept between calls: a supervisor abandoned by a
@@ -88,18 +100,107 @@ func (v *sandboxView) init() {
 			return
 		}
 		v.mntNS, v.root, v.devState = ns, [2]uint64{st.Dev, st.Ino}, devs
+		v.holdRoot(proc)
 	})
 }
 
-// openRoot opens pid's root directory (O_PATH) after checking that pid is
-// in the sandbox's mount namespace and has the sandbox's root. It returns
+// holdRoot opens the sandbox's root once, for openRoot to hand out, when
+// the kernel names its mount by a unique id. A root that does not match
+// what init read leaves rootMnt zero: every caller then gets the full
+// proof.
+func (v *sandboxView) holdRoot(proc string) {
+	fd, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return
+	}
+	mnt, dev, ino, ok := rootStatx(fd, "", unix.AT_EMPTY_PATH)
+	if !ok || dev != v.root[0] || ino != v.root[1] {
+		unix.Close(fd)
+		return
+	}
+	v.rootMu.Lock()
+	v.rootFD, v.rootMnt = fd, mnt
+	v.rootMu.Unlock()
+}
+
+// rootStatx returns the unique mount id, device and inode of what dirfd
+// and path name; ok is false when the kernel did not report all three.
+func rootStatx(dirfd int, path string, flags int) (mnt, dev, ino uint64, ok bool) {
+	var sx unix.Statx_t
+	const want = unix.STATX_MNT_ID_UNIQUE | unix.STATX_INO
+	if err := unix.Statx(dirfd, path, flags|unix.AT_STATX_SYNC_AS_STAT, want, &sx); err != nil {
+		return 0, 0, 0, false
+	}
+	if sx.Mask&want != want || sx.Mnt_id == 0 {
+		return 0, 0, 0, false
+	}
+	return sx.Mnt_id, unix.Mkdev(sx.Dev_major, sx.Dev_minor), sx.Ino, true
+}
+
+// close releases the held root. Later openRoot calls fail (closed).
+func (v *sandboxView) close() {
+	v.rootMu.Lock()
+	defer v.rootMu.Unlock()
+	if v.rootFD >= 0 {
+		unix.Close(v.rootFD)
+	}
+	v.rootFD, v.closed = -1, true
+}
+
+// errViewClosed is openRoot's answer after the supervisor closed: nothing
+// can be identified any more.
+var errViewClosed = errors.New("the supervisor is closed")
+
+// openRoot returns a descriptor (O_PATH, the caller's to close) of pid's
+// root directory after proving that it is the sandbox's root. It returns
 // errForeign when it is not.
+//
+// The proof is one statx of /proc/PID/root: the unique id of the mount it
+// is on, and its device and inode, must be those of the sandbox's root. A
+// mount belongs to one mount namespace and its id is never reused, and a
+// directory has one dentry, so the caller's root is then the very mount
+// and directory cordon holds: every path resolves from it as from the
+// caller's (the mounts a lookup crosses are that mount's children, whatever
+// namespace the caller itself is in), and the held root is handed out
+// instead of the caller's own. This is stronger than the namespace and
+// inode comparison it replaces, which a bind mount of the root directory
+// would pass, and it spares the exec path two lookups in /proc (ns/mnt and
+// an open), each of which allocates proc inodes for a pid seen for the
+// first time: about 8 µs of the decision.
 func (v *sandboxView) openRoot(pid int) (int, error) {
 	v.init()
 	if v.err != nil {
 		return -1, v.err
 	}
 	proc := "/proc/" + strconv.Itoa(pid)
+	v.rootMu.RLock()
+	defer v.rootMu.RUnlock()
+	if v.closed {
+		return -1, errViewClosed
+	}
+	if v.rootMnt == 0 {
+		return v.openRootSlow(proc)
+	}
+	mnt, dev, ino, ok := rootStatx(unix.AT_FDCWD, proc+"/root", 0)
+	if !ok {
+		// The pid is gone (ENOENT, ESRCH) or not ours to look at: the
+		// slow path says which.
+		return v.openRootSlow(proc)
+	}
+	if mnt != v.rootMnt || dev != v.root[0] || ino != v.root[1] {
+		return -1, errForeign
+	}
+	fd, err := unix.FcntlInt(uintptr(v.rootFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("fcntl(F_DUPFD_CLOEXEC)", err)
+	}
+	return fd, nil
+}
+
+// openRootSlow opens proc's root and proves it the sandbox's by its mount
+// namespace and its device and inode: for kernels without unique mount ids
+// (before 6.8).
+func (v *sandboxView) openRootSlow(proc string) (int, error) {
 	fd, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, err

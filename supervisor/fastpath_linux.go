@@ -23,8 +23,8 @@ type immutableCache struct {
 // immutable reports whether path, as a caller whose root is root would
 // resolve it, can only lead to the same file until the exec runs: see
 // walkReadOnly. Preconditions: root is the caller's root from
-// sandboxView.openRoot, which proved the caller in the sandbox's own mount
-// namespace and root, where nothing can mount or remount.
+// sandboxView.openRoot, which proved the caller's root the sandbox's own
+// root mount and directory, where nothing can mount or remount.
 func (c *immutableCache) immutable(root int, path string) bool {
 	if !strings.HasPrefix(path, "/") {
 		return false

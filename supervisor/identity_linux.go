@@ -25,6 +25,11 @@ type target struct {
 	fd       int  // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
 	id       policy.FileID
 	path     string // canonical absolute path in the sandbox's view (symlinks followed)
+	// mapped says the file is a process's image (/proc/PID/exe at its exec
+	// event): the file a loader mapped, which is never a #! script
+	// (binfmt_script and binfmt_misc hand the exec to an interpreter and
+	// never become the image), so its head need not be read.
+	mapped bool
 }
 
 // inRoot is how every file cordon looks at on the sandbox's behalf is
@@ -168,16 +173,42 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 // buffer for the usual short path (os.Readlink starts with a heap buffer
 // and allocates the name as well).
 func readlinkSelfFD(fd int) (string, error) {
-	name := "/proc/self/fd/" + strconv.Itoa(fd)
+	dir, name := selfFD(fd)
 	var buf [512]byte
-	n, err := unix.Readlinkat(unix.AT_FDCWD, name, buf[:])
+	n, err := unix.Readlinkat(dir, name, buf[:])
 	if err != nil {
 		return "", err
 	}
 	if n < len(buf) {
 		return string(buf[:n]), nil
 	}
-	return os.Readlink(name) // longer than the buffer: it may have been cut
+	return os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)) // longer than the buffer: it may have been cut
+}
+
+// ownFDs is cordon's own /proc/self/fd (O_PATH), opened when the process
+// starts and never closed, so that it is no descriptor a run leaves
+// behind: every exec names its file through it twice at the notification
+// and twice at the exec event (readlinkSelfFD, readHead), and a lookup
+// from it skips /proc, self and fd (about 1 µs each time). It cannot go
+// stale: "self" was resolved to this process when it was opened, and a
+// process keeps its pid (Go never forks without exec; O_CLOEXEC keeps it
+// out of what cordon runs). -1 when it could not be opened (no /proc yet):
+// the full path is used.
+var ownFDs = func() int {
+	fd, err := unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}()
+
+// selfFD returns a directory descriptor and a name relative to it for
+// cordon's own descriptor fd in /proc.
+func selfFD(fd int) (int, string) {
+	if ownFDs >= 0 {
+		return ownFDs, strconv.Itoa(fd)
+	}
+	return unix.AT_FDCWD, "/proc/self/fd/" + strconv.Itoa(fd)
 }
 
 func fstatID(fd int) (policy.FileID, uint32, error) {

@@ -51,6 +51,9 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 	d.Result = j.pol.Decide(&d.Exec)
 	j.files.setCurrent(nil)
 
+	if tgt.mapped {
+		return 0
+	}
 	argv, fd := d.Exec.Argv, tgt.fd
 	var opened []int
 	defer func() {

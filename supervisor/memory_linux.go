@@ -106,7 +106,31 @@ func (m *memReader) readArgv(pid int, addr uint64, ptrSize int) ([]string, error
 		return nil, err
 	}
 	m.ptrs = ptrs
-	return m.readStrings(pid, ptrs)
+	argv, _, err := m.readStrings(pid, ptrs, 0, false)
+	return argv, err
+}
+
+// readExec reads an exec's path (a string of at most pathMax bytes) and
+// argv (as readArgv) with one process_vm_readv fewer than reading them
+// apart: the path's first chunk goes in the batch of argv's strings. The
+// errors are the kernel's, in its order: the path's first (getname runs
+// before the arguments are copied).
+func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (string, []string, error) {
+	m.ptrs = m.ptrs[:0]
+	if argvAddr == 0 {
+		path, err := m.readString(pid, pathAddr, pathMax, errNameLen)
+		return path, nil, err // execve(path, NULL, ...) is an empty argv.
+	}
+	ptrs, err := m.readPointers(pid, argvAddr, ptrSize)
+	if err != nil {
+		if _, perr := m.readString(pid, pathAddr, pathMax, errNameLen); perr != nil {
+			return "", nil, perr
+		}
+		return "", nil, err
+	}
+	m.ptrs = ptrs
+	argv, path, err := m.readStrings(pid, ptrs, pathAddr, true)
+	return path, argv, err
 }
 
 func (m *memReader) readPointers(pid int, addr uint64, ptrSize int) ([]uint64, error) {
@@ -151,17 +175,33 @@ func (m *memReader) readPointers(pid int, addr uint64, ptrSize int) ([]uint64, e
 
 // readStrings reads every string in one process_vm_readv call per iovMax
 // strings: a short first chunk of each, then a full read of the few that
-// were longer.
-func (m *memReader) readStrings(pid int, ptrs []uint64) ([]string, error) {
+// were longer. With withPath, the exec's path (at pathAddr) is read too,
+// its first chunk last in the first call, and returned; its errors come
+// before the strings'.
+func (m *memReader) readStrings(pid int, ptrs []uint64, pathAddr uint64, withPath bool) ([]string, string, error) {
 	out := make([]string, len(ptrs))
 	total := len(ptrs) * 8
-	for start := 0; start < len(ptrs); start += iovMax {
-		end := min(start+iovMax, len(ptrs))
+	var path string
+	if withPath && len(ptrs) == 0 {
+		p, err := m.readString(pid, pathAddr, pathMax, errNameLen)
+		return out, p, err
+	}
+	for start, end := 0, 0; start < len(ptrs); start = end {
+		first := withPath && start == 0
+		end = min(start+iovMax, len(ptrs))
+		if first && end-start == iovMax {
+			end-- // room for the path in IOV_MAX
+		}
 		size := 0
 		m.rem = m.rem[:0]
 		for _, p := range ptrs[start:end] {
 			n := min(firstChunk, pageSize-int(p%pageSize))
 			m.rem = append(m.rem, unix.RemoteIovec{Base: uintptr(p), Len: n})
+			size += n
+		}
+		if first {
+			n := min(firstChunk, pageSize-int(pathAddr%pageSize))
+			m.rem = append(m.rem, unix.RemoteIovec{Base: uintptr(pathAddr), Len: n})
 			size += n
 		}
 		if cap(m.batch) < size {
@@ -177,13 +217,32 @@ func (m *memReader) readStrings(pid int, ptrs []uint64) ([]string, error) {
 				continue
 			}
 			if err != nil && err != unix.EFAULT {
-				return nil, os.NewSyscallError("process_vm_readv", err)
+				return nil, "", os.NewSyscallError("process_vm_readv", err)
 			}
 			got = max(n, 0)
 			break
 		}
+		if first {
+			// The path's chunk is the last one read.
+			pr := m.rem[len(m.rem)-1]
+			off := size - pr.Len
+			j := -1
+			if got == size {
+				j = bytes.IndexByte(buf[off:size], 0)
+			}
+			if j >= 0 {
+				path = string(buf[off : off+j])
+			} else {
+				// Longer than the chunk, or not read in the batch.
+				p, err := m.readString(pid, pathAddr, pathMax, errNameLen)
+				if err != nil {
+					return nil, "", err
+				}
+				path = p
+			}
+		}
 		off := 0
-		for i, r := range m.rem {
+		for i, r := range m.rem[:end-start] {
 			idx := start + i
 			var s string
 			if off+r.Len <= got {
@@ -192,7 +251,7 @@ func (m *memReader) readStrings(pid int, ptrs []uint64) ([]string, error) {
 					off += r.Len
 					total += len(s) + 1
 					if total > maxArgBytes {
-						return nil, errTooBig
+						return nil, "", errTooBig
 					}
 					out[idx] = s
 					continue
@@ -203,14 +262,14 @@ func (m *memReader) readStrings(pid int, ptrs []uint64) ([]string, error) {
 			// it alone.
 			long, err := m.readString(pid, ptrs[idx], maxArgStrlen, errTooBig)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			total += len(long) + 1
 			if total > maxArgBytes {
-				return nil, errTooBig
+				return nil, "", errTooBig
 			}
 			out[idx] = long
 		}
 	}
-	return out, nil
+	return out, path, nil
 }

@@ -438,3 +438,58 @@ func TestReadArgvOfChild(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a.c.Cmd.Args, got)
 }
+
+// TestReadExec holds readExec, which reads the path in the batch of argv's
+// strings, to the answers of reading them apart (readString, then
+// readArgv), errors and their order included: a path that faults or is
+// too long wins over a bad argv, as in the kernel. The paths cover one in
+// the batch's chunk, one longer than it, one that ends right before a hole,
+// one in a hole; the argvs a NULL array, an empty one, a faulting pointer,
+// and more words than one process_vm_readv takes (IOV_MAX).
+func TestReadExec(t *testing.T) {
+	a := newArena(t, arenaSpec{Pages: 64, Holes: readerHoles})
+	a.next = readerFree
+	// A path that ends right before the hole at page 1.
+	edge := strings.Repeat("e", 40)
+	a.write(t, pageSize-len(edge)-1, append([]byte(edge), 0))
+	paths := map[string]uint64{
+		"short":             a.putString(t, "/usr/bin/true"),
+		"longer than chunk": a.putString(t, "/"+strings.Repeat("d", 600)),
+		"too long":          a.putString(t, strings.Repeat("x", pathMax)),
+		"before a hole":     a.addr(pageSize - len(edge) - 1),
+		"in a hole":         a.addr(3 * pageSize),
+	}
+	many := make([]string, iovMax+76)
+	for i := range many {
+		many[i] = fmt.Sprintf("w%d", i)
+	}
+	argvs := map[string]uint64{
+		"NULL":            0,
+		"empty":           a.putPtrs(t, nil, 8),
+		"three words":     a.putArgv(t, []string{"true", "-x", ""}, 8),
+		"faulting string": a.putPtrs(t, []uint64{a.addr(5 * pageSize)}, 8),
+		"array in a hole": a.addr(7 * pageSize),
+		"1100 words":      a.putArgv(t, many, 8),
+	}
+	var m, oracle memReader
+	for pn, path := range paths {
+		for an, argv := range argvs {
+			t.Run(pn+"/"+an, func(t *testing.T) {
+				wantPath, wantErr := oracle.readString(a.pid(), path, pathMax, errNameLen)
+				var wantArgv []string
+				if wantErr == nil {
+					wantArgv, wantErr = oracle.readArgv(a.pid(), argv, 8)
+				}
+				gotPath, gotArgv, err := m.readExec(a.pid(), path, argv, 8)
+				if wantErr != nil {
+					assert.ErrorIs(t, err, wantErr)
+					return
+				}
+				require.NoError(t, err)
+				assert.Equal(t, wantPath, gotPath)
+				assert.Equal(t, wantArgv, gotArgv)
+				assert.Equal(t, oracle.ptrs, m.ptrs, "the pointers strict mode checks")
+			})
+		}
+	}
+}

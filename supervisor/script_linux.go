@@ -99,7 +99,8 @@ func cString(b []byte) string {
 func readHead(fd int) ([]byte, error) {
 	// Plain system calls: an os.File would register the descriptor with
 	// the netpoller (a failing epoll_ctl and fcntls) on every exec.
-	rd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	dir, name := selfFD(fd)
+	rd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -62,8 +62,15 @@ type Verdict struct {
 	// refused: ReasonChanged (killed at the exec event because what ran
 	// is not what was checked), or why strict mode could not let it run.
 	Reason string
-	// Latency is the time from receiving the notification to answering it.
+	// Latency is the time from receiving the notification to answering it:
+	// to the answer's system call, or for a decision OnDecision sees
+	// before the caller is answered (see Options.OnDecision), to the
+	// callback.
 	Latency time.Duration
+	// held says the caller was answered with the tracer attached to it
+	// from the receive loop's own thread (tracer.embed), so OnDecision
+	// can wait until after the answer.
+	held bool
 }
 
 // Refused reports whether cordon refused the exec: the policy denied it, or
@@ -74,10 +81,15 @@ func (d *Verdict) Refused() bool { return d.Errno == unix.EPERM }
 
 // Options configures a Supervisor.
 type Options struct {
-	// OnDecision, when set, is called for every decision before the
-	// caller is answered, and for every exec killed at verification. It
-	// is called from the supervisor's goroutine and from the tracer's, so
-	// it must be safe for concurrent use, and must not block.
+	// OnDecision, when set, is called for every decision, and for every
+	// exec killed at verification. An exec allowed with the caller held
+	// by the tracer is answered first (the caller cannot be reaped, so
+	// its pid cannot be reused, until the callback returns); every other
+	// decision is reported before the caller is answered, while the pid is
+	// certainly the caller's. Either way the callback runs before the next
+	// notification is received. It is called from the supervisor's
+	// goroutine and from the tracer's, so it must be safe for concurrent
+	// use, and must not block.
 	OnDecision func(*Verdict)
 	// OnExec, when set, is called for every allowed exec the kernel has
 	// performed, once its new image is verified at PTRACE_EVENT_EXEC (and
@@ -394,10 +406,15 @@ func (s *Supervisor) serve(embedded bool) error {
 }
 
 // Shutdown makes Run return. It is idempotent and safe from any goroutine.
+// It also releases the sandbox's root the supervisor holds (a decision
+// that still needs it refuses: fail closed), which Close would only
+// release once Run has returned: a wedged supervisor, which teardown
+// abandons, keeps no more than its listener and its eventfd.
 func (s *Supervisor) Shutdown() {
 	s.shutdown.Do(func() {
 		var one = [8]byte{1}
 		_, _ = unix.Write(s.wake, one[:])
+		s.sandbox.close()
 	})
 }
 
@@ -422,6 +439,7 @@ func (s *Supervisor) Close() error {
 		err1 = unix.Close(s.listener)
 	}
 	err2 := unix.Close(s.wake)
+	s.sandbox.close()
 	return errors.Join(err1, err2)
 }
 
@@ -452,12 +470,27 @@ func (s *Supervisor) handle(n *seccomp.Notif) {
 	} else {
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 	}
+	report := s.opts.OnDecision != nil && d.Exec.Argv != nil
 	d.Latency = time.Since(start)
-	if s.opts.OnDecision != nil && d.Exec.Argv != nil {
+	if report && !d.held {
+		// The callback reads the caller in /proc (the audit log's ppid and
+		// cwd): while its exec waits, pid is the caller.
 		s.opts.OnDecision(&d)
 	}
 	if err := seccomp.NotifSend(s.listener, &resp); err != nil && !errors.Is(err, unix.ENOENT) {
 		s.log.Error("answering exec notification", "pid", d.Pid, "err", err)
+	}
+	if report && d.held {
+		// Answered first: the audit line and the callbacks are off the
+		// caller's wait. pid is still the caller's process: a task this
+		// thread traces is reaped by this thread alone (a traced task's
+		// exit is not auto-reaped, and the next wait4 is in the next
+		// service, after this call), and a leader's pid stays with its
+		// thread group through the exec (a sibling that execs takes it
+		// over), so the pid cannot be reused before the callback
+		// returns. Nothing is lost at exit: the callback runs on this
+		// goroutine before the next notification.
+		s.opts.OnDecision(&d)
 	}
 }
 
@@ -480,11 +513,7 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	}
 	d.Syscall, d.Arch = call.name, call.arch
 	d.pathAddr, d.argvAddr, d.ptrSize, d.dirfd = call.path, call.argv, call.ptrSize, call.dirfd
-	path, err := s.mem.readString(pid, call.path, pathMax, errNameLen)
-	if err != nil {
-		return s.readErrno(pid, err)
-	}
-	argv, err := s.mem.readArgv(pid, call.argv, call.ptrSize)
+	path, argv, err := s.mem.readExec(pid, call.path, call.argv, call.ptrSize)
 	if err != nil {
 		return s.readErrno(pid, err)
 	}
@@ -561,6 +590,7 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	if s.tracer != nil {
 		err := s.tracer.attach(pid, d)
 		if err == nil {
+			d.held = s.tracer.embedded && leader(pid)
 			return 0
 		}
 		if s.opts.Verify == VerifyPtrace {
@@ -580,6 +610,15 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	}
 	d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
 	return unix.EPERM
+}
+
+// leader reports whether tid is its thread group's leader: tgkill with
+// signal 0 checks that tid belongs to thread group tid, and sends nothing.
+// A thread that is not the leader gives its tid up inside execve
+// (de_thread), with nothing for the tracer to reap; its decision is
+// reported before it is answered.
+func leader(tid int) bool {
+	return unix.Tgkill(tid, tid, 0) == nil
 }
 
 // immutable reports whether the file an exec names, and the #! interpreters

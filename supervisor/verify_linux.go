@@ -621,6 +621,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		return false, d
 	}
 	defer unix.Close(img.fd)
+	img.mapped = true
 	kargv := splitCmdline(raw)
 	d.Exec = policy.Exec{Argv: kargv, Path: img.path}
 	d.Result = deny

@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,4 +205,60 @@ func TestNetNone(t *testing.T) {
 	assert.Equal(t, "lo", strings.TrimSpace(r.stdout))
 	host := cordon(t, "--", "sh", "-c", "tail -n +3 /proc/net/dev | wc -l")
 	assert.NotEqual(t, "1", strings.TrimSpace(host.stdout), "the default shares the host's network")
+}
+
+// TestAuditLinesAfterAnswer: an allowed exec is answered before its audit
+// line is written (off the caller's wait), so the line is written while the
+// exec runs. Every exec still has its line, the last one too (the command
+// exits right after it, and so does the sandbox), and the caller facts the
+// line reads from /proc after the answer are the caller's: its parent is
+// the shell that ran it, its directory the one it ran in.
+func TestAuditLinesAfterAnswer(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	const n = 50
+	r := runCordon(t, runOpts{dir: dir}, "--audit", audit, "--", "bash", "-c",
+		fmt.Sprintf("cd sub; for i in $(seq %d); do /bin/true; done; exec /bin/echo last", n))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "last")
+	b, err := os.ReadFile(audit)
+	require.NoError(t, err)
+	type line struct {
+		Kind, Cwd, Decision string
+		Pid, Ppid           int
+		Argv                []string
+		LatencyUs           *int64 `json:"latency_us"`
+	}
+	var execs []line
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec line
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+		if rec.Kind == "exec" {
+			execs = append(execs, rec)
+		}
+	}
+	require.NotEmpty(t, execs)
+	shell := execs[0]
+	require.Equal(t, "bash", shell.Argv[0], string(b))
+	trues := 0
+	for _, e := range execs[1:] {
+		assert.Equal(t, "allow", e.Decision)
+		assert.NotNil(t, e.LatencyUs, "latency_us")
+		switch e.Argv[0] {
+		case "/bin/true":
+			trues++
+			assert.Equal(t, shell.Pid, e.Ppid, "the parent of /bin/true is the shell")
+			assert.Equal(t, sub, e.Cwd)
+		case "/bin/echo":
+			// exec'd in place of the shell: its own pid, the shell's parent.
+			assert.Equal(t, shell.Pid, e.Pid)
+			assert.Equal(t, shell.Ppid, e.Ppid)
+			assert.Equal(t, sub, e.Cwd)
+		}
+	}
+	assert.Equal(t, n, trues, "one line per /bin/true")
+	assert.Equal(t, []string{"/bin/echo", "last"}, execs[len(execs)-1].Argv, "the last exec, right before the exit, has its line")
 }
