@@ -166,3 +166,34 @@ func TestPrelistUsedOnlyForTheSameDirectory(t *testing.T) {
 	var none *Prelisted
 	assert.Nil(t, none.listing(dir))
 }
+
+// Prelist reads what a lookup of the built-in programs reads, the loader's
+// directories included, and its listings hold the same names as the
+// directory (each once, without "." and "..").
+func TestPrelistListsLoaderDirectories(t *testing.T) {
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Builtins: true})
+	require.NoError(t, err)
+	pre := Prelist(pol, "/usr/bin")
+	<-pre.done
+	want, err := filepath.Glob("/usr/lib*/ld-*.so*")
+	require.NoError(t, err)
+	if len(want) == 0 {
+		t.Fatal("no dynamic loader under /usr/lib*: this test needs one")
+	}
+	l := pre.listing("/usr/lib64")
+	if l == nil {
+		l = pre.listing("/usr/lib")
+	}
+	require.NotNil(t, l, "a loader directory was listed")
+	ents, err := os.ReadDir("/usr/bin")
+	require.NoError(t, err)
+	bin := pre.listing("/usr/bin")
+	require.NotNil(t, bin)
+	assert.Len(t, bin.all, len(ents))
+	assert.Len(t, bin.names, len(ents))
+	for _, e := range ents {
+		assert.Contains(t, bin.names, e.Name())
+	}
+	assert.NotContains(t, bin.names, ".")
+	assert.NotContains(t, bin.names, "..")
+}
