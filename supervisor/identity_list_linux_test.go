@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -196,4 +197,22 @@ func TestPrelistListsLoaderDirectories(t *testing.T) {
 	}
 	assert.NotContains(t, bin.names, ".")
 	assert.NotContains(t, bin.names, "..")
+}
+
+// match checks a name's literal prefix before filepath.Match: it finds
+// what filepath.Match alone finds, escapes and classes included.
+func TestListingMatchPrefix(t *testing.T) {
+	names := []string{"ld-linux-x86-64.so.2", "xld-linux.so.2", "ld-", "libc.so.6", "a*b", "axb", "python3.12", "python3", "b1", "c1"}
+	l := &dirListing{all: names}
+	for _, pat := range []string{"ld-*.so*", `a\*b`, "a?b", "python3.*", "[bc]1", "*", "ld-"} {
+		var want []string
+		for _, n := range names {
+			if ok, _ := filepath.Match(pat, n); ok {
+				want = append(want, filepath.Join("/d", n))
+			}
+		}
+		slices.Sort(want)
+		assert.Equal(t, want, l.match("/d", pat), pat)
+	}
+	assert.Equal(t, []string{"/d/a*b"}, l.match("/d", `a\*b`))
 }
