@@ -99,6 +99,11 @@ type anchored struct {
 	// name is set for a bare name at any depth (**/NAME): matched against
 	// the entry's name alone, which is cheap on a big tree.
 	name string
+	// literal: name holds no glob metacharacter (.git, cordon.yaml, as
+	// every built-in bare name), so it matches only an entry of exactly
+	// that name: compared as a string, not through path.Match, for every
+	// entry of the walk.
+	literal bool
 	// last is the glob's last component when it is literal: an entry of
 	// another name cannot match, whatever the rest says.
 	last string
@@ -311,7 +316,7 @@ func isWritableBind(b string, roots []string) bool {
 }
 
 func anchorOf(r policy.FileRule, glob, name string, read bool) anchored {
-	a := anchored{rule: r, glob: glob, name: name, read: read}
+	a := anchored{rule: r, glob: glob, name: name, read: read, literal: name != "" && !strings.ContainsAny(name, `*?[\`)}
 	// The fixed prefix: the components before the first that globs. A
 	// literal path is its own base (SplitPattern would split off its last
 	// component and walk its parent: all of HOME for ~/.netrc).
@@ -436,7 +441,9 @@ func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[strin
 					continue
 				}
 				ok := false
-				if r.name != "" {
+				if r.literal {
+					ok = r.name == name
+				} else if r.name != "" {
 					ok, _ = path.Match(r.name, name)
 				} else if r.last != "" && r.last != name {
 					continue

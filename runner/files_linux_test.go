@@ -143,3 +143,34 @@ func TestPlanFilesGitDataBind(t *testing.T) {
 	}
 	assert.Equal(t, []string{filepath.Join(objects, "ab/secret.key")}, hidden)
 }
+
+// A bare name without glob metacharacters is compared as a string during
+// the walk; it must match exactly what path.Match matched: the very name,
+// a name with '{' (not a metacharacter for a bare name) included, and
+// neither a longer nor a differently cased one. An escaped metacharacter
+// goes through path.Match as before.
+func TestPlanFilesLiteralNames(t *testing.T) {
+	home := t.TempDir()
+	work := filepath.Join(home, "work")
+	mkfile(t, filepath.Join(work, "a/secret.txt"))
+	mkfile(t, filepath.Join(work, "a/secret.txt.bak"))
+	mkfile(t, filepath.Join(work, "b/Secret.txt"))
+	mkfile(t, filepath.Join(work, "c/we{ird"))
+	mkfile(t, filepath.Join(work, "d/star*"))
+	mkfile(t, filepath.Join(work, "d/starx"))
+	fp := policy.FilePolicy{DenyRead: []policy.FileRule{
+		{Pattern: "secret.txt", Source: "--deny-read"},
+		{Pattern: "we{ird", Source: "--deny-read"},
+		{Pattern: `star\*`, Source: "--deny-read"},
+	}}
+	fl, err := planFiles(fp, bwrap.Spec{Dir: work}, home, true)
+	require.NoError(t, err)
+	defer fl.cleanup()
+	var hidden []string
+	for _, u := range fl.unreadable {
+		hidden = append(hidden, u.Path)
+	}
+	assert.ElementsMatch(t, []string{
+		filepath.Join(work, "a/secret.txt"), filepath.Join(work, "c/we{ird"), filepath.Join(work, "d/star*"),
+	}, hidden)
+}

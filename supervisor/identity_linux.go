@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"io"
@@ -393,6 +392,7 @@ func (f *files) Lookup(name string) []policy.FileID {
 type dirListing struct {
 	key   [2]uint64 // the directory's device and inode
 	names map[string]struct{}
+	all   []string // the same names, for globs (a slice is cheaper to range over than a map)
 	at    time.Time
 }
 
@@ -417,8 +417,30 @@ func Prelist(pol *policy.Policy, searchPath string) *Prelisted {
 	go func() {
 		defer close(p.done)
 		fs := newFiles(newSandboxView(0), searchPath)
+		root, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(root)
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		// Only the directories Lookup would read: the programs' own
+		// files are opened in the sandbox's root at the first decision
+		// (opening them here too would be work thrown away, competing
+		// with bubblewrap for the CPUs).
+		at := time.Now()
+		bare := false
 		for _, name := range pol.Programs() {
-			fs.Lookup(name)
+			if strings.HasPrefix(name, "/") {
+				fs.expand(root, name, &at)
+			} else if !strings.Contains(name, "/") {
+				bare = true
+			}
+		}
+		if bare {
+			for _, d := range fs.searchPath {
+				fs.listDir(root, d)
+			}
 		}
 		p.lists = fs.lists
 	}()
@@ -443,8 +465,18 @@ func (p *Prelisted) listing(dir string) *dirListing {
 // match returns the names in l that match the glob element pattern, joined
 // to dir, sorted as filepath.Glob sorts them.
 func (l *dirListing) match(dir, pattern string) []string {
+	// A name can match only if it starts with the pattern's literal
+	// prefix (ld- of ld-*.so*, python3. of python3.*): checked first, it
+	// spares filepath.Match for nearly every name of a big directory.
+	prefix := pattern
+	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+		prefix = pattern[:i]
+	}
 	var ms []string
-	for n := range l.names {
+	for _, n := range l.all {
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
 		if ok, _ := filepath.Match(pattern, n); ok {
 			ms = append(ms, filepath.Join(dir, n))
 		}
@@ -488,7 +520,7 @@ func (f *files) listDir(root int, dir string) *dirListing {
 			return o
 		}
 	}
-	l := &dirListing{key: key, names: map[string]struct{}{}, at: at}
+	l := &dirListing{key: key, at: at}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := unix.Getdents(fd, buf)
@@ -501,21 +533,27 @@ func (f *files) listDir(root int, dir string) *dirListing {
 		if n <= 0 {
 			break
 		}
-		b := buf[:n]
-		for len(b) >= 19 {
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
+		// One string per read: the names are slices of it, not one
+		// allocation each (a PATH directory holds a thousand names).
+		b, str := buf[:n], string(buf[:n])
+		for off := 0; len(b)-off >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[off+16 : off+18]))
+			if reclen < 19 || reclen > len(b)-off {
 				return nil
 			}
-			nm := b[19:reclen]
-			if i := bytes.IndexByte(nm, 0); i >= 0 {
+			nm := str[off+19 : off+reclen]
+			if i := strings.IndexByte(nm, 0); i >= 0 {
 				nm = nm[:i]
 			}
-			if s := string(nm); s != "." && s != ".." {
-				l.names[s] = struct{}{}
+			if nm != "." && nm != ".." {
+				l.all = append(l.all, nm)
 			}
-			b = b[reclen:]
+			off += reclen
 		}
+	}
+	l.names = make(map[string]struct{}, len(l.all))
+	for _, nm := range l.all {
+		l.names[nm] = struct{}{}
 	}
 	f.lists[dir] = l
 	return l

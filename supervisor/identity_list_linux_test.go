@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -165,4 +166,53 @@ func TestPrelistUsedOnlyForTheSameDirectory(t *testing.T) {
 	assert.Nil(t, slow.listing(dir))
 	var none *Prelisted
 	assert.Nil(t, none.listing(dir))
+}
+
+// Prelist reads what a lookup of the built-in programs reads, the loader's
+// directories included, and its listings hold the same names as the
+// directory (each once, without "." and "..").
+func TestPrelistListsLoaderDirectories(t *testing.T) {
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Builtins: true})
+	require.NoError(t, err)
+	pre := Prelist(pol, "/usr/bin")
+	<-pre.done
+	want, err := filepath.Glob("/usr/lib*/ld-*.so*")
+	require.NoError(t, err)
+	if len(want) == 0 {
+		t.Fatal("no dynamic loader under /usr/lib*: this test needs one")
+	}
+	l := pre.listing("/usr/lib64")
+	if l == nil {
+		l = pre.listing("/usr/lib")
+	}
+	require.NotNil(t, l, "a loader directory was listed")
+	ents, err := os.ReadDir("/usr/bin")
+	require.NoError(t, err)
+	bin := pre.listing("/usr/bin")
+	require.NotNil(t, bin)
+	assert.Len(t, bin.all, len(ents))
+	assert.Len(t, bin.names, len(ents))
+	for _, e := range ents {
+		assert.Contains(t, bin.names, e.Name())
+	}
+	assert.NotContains(t, bin.names, ".")
+	assert.NotContains(t, bin.names, "..")
+}
+
+// match checks a name's literal prefix before filepath.Match: it finds
+// what filepath.Match alone finds, escapes and classes included.
+func TestListingMatchPrefix(t *testing.T) {
+	names := []string{"ld-linux-x86-64.so.2", "xld-linux.so.2", "ld-", "libc.so.6", "a*b", "axb", "python3.12", "python3", "b1", "c1"}
+	l := &dirListing{all: names}
+	for _, pat := range []string{"ld-*.so*", `a\*b`, "a?b", "python3.*", "[bc]1", "*", "ld-"} {
+		var want []string
+		for _, n := range names {
+			if ok, _ := filepath.Match(pat, n); ok {
+				want = append(want, filepath.Join("/d", n))
+			}
+		}
+		slices.Sort(want)
+		assert.Equal(t, want, l.match("/d", pat), pat)
+	}
+	assert.Equal(t, []string{"/d/a*b"}, l.match("/d", `a\*b`))
 }
