@@ -80,47 +80,9 @@ func startLocked(cmd *exec.Cmd, exited func(error)) error {
 			return
 		}
 		started <- nil
-		awaitExit(cmd.Process.Pid)
 		exited(cmd.Wait())
 	}()
 	return <-started
-}
-
-// awaitExit parks the calling goroutine in the runtime's poller until the
-// child pid has exited, so that cmd.Wait's waitid then returns at once.
-//
-// Why: waitid blocks in the kernel holding one of the process's two Ps
-// (GOMAXPROCS) for the sandbox's whole life, and every SIGCHLD of a
-// tracee's ptrace stop that lands on its thread (one per exec when the
-// tracer thread already has one pending) interrupts it: the thread takes a
-// P back to retry. With no P idle, the runtime's monitor (sysmon) takes
-// the supervisor's P away while it sits in ppoll, and keeps polling every
-// 20 µs: measured, two P hand-offs and 3.4 nanosleeps per exec, sysmon a
-// fifth of the supervisor's CPU. A goroutine parked on the pidfd holds no P
-// and no thread in a system call, and the locked thread (Pdeathsig)
-// stays alive.
-//
-// pid cannot name another process here: it is cordon's child and not yet
-// waited for. Anything that goes wrong just returns: cmd.Wait then blocks
-// as it did before.
-func awaitExit(pid int) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return
-	}
-	f := os.NewFile(uintptr(fd), "pidfd") // registered with the poller: the fd is non-blocking
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	// A pidfd polls readable once its process has exited; RawConn.Read
-	// calls the function again each time the poller reports the fd readable.
-	_ = rc.Read(func(fd uintptr) bool {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, 0)
-		return err != nil && err != unix.EINTR || n > 0
-	})
 }
 
 // policyPaths lists what decides the next run's policy and must not be
