@@ -363,10 +363,10 @@ func (s *Supervisor) serve(embedded bool) error {
 	var timeout *unix.Timespec
 	var ts unix.Timespec
 	var n seccomp.Notif
-	lastYield := time.Now()
+	lastYield, yieldedAt := time.Now(), s.handled
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
-		if now := time.Now(); now.Sub(lastYield) >= yieldEvery {
+		if now := time.Now(); s.handled != yieldedAt && now.Sub(lastYield) >= yieldEvery {
 			// This goroutine never blocks in the scheduler (its waits are
 			// system calls), so its P's schedule tick never moves, and
 			// after 10 ms the runtime's monitor (sysmon) takes the P away
@@ -374,9 +374,11 @@ func (s *Supervisor) serve(embedded bool) error {
 			// deliver otherwise) and, having found work, keeps polling
 			// every 20 µs: measured, 1.7 P hand-offs and 3 nanosleeps per
 			// exec. One pass through the scheduler now and then moves the
-			// tick for the cost of one hand-off.
+			// tick for the cost of one hand-off. Only after answering:
+			// an idle loop (a daemon's quiet session) wakes every 20 ms
+			// and has no use for it.
 			runtime.Gosched()
-			lastYield = now
+			lastYield, yieldedAt = now, s.handled
 		}
 		if embedded {
 			// Set every time: the kernel writes the time left back.
