@@ -842,9 +842,19 @@ func (h *harness) killOnce(levels, perLevel, tree int, grace time.Duration, mode
 	// the init itself once the shim is gone. And no member is left as a
 	// zombie: each pidfd says its pid is freed.
 	x.survivors = len(descendants(procChildren(procSnapshot()), initPid))
+	// Process.Kill returns once the shim reaped the tree. The reference
+	// ways signal directly, and a member whose shim exited first is
+	// reaped by the init a moment later: they get a short grace.
+	reapBy := time.Now()
+	if mode != killLibrary {
+		reapBy = reapBy.Add(2 * time.Second)
+	}
 	for _, fd := range fds {
-		if pidOfFD(fd) != -1 {
-			return x, errors.New("a member of the tree was not reaped when Kill returned")
+		for pidOfFD(fd) != -1 {
+			if time.Now().After(reapBy) {
+				return x, errors.New("a member of the tree was not reaped when Kill returned")
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 	if mode != killLibrary {
