@@ -496,7 +496,7 @@ func droppable(smaps string, pieces []piece) (uint64, string) {
 				continue
 			}
 			if slices.Contains(strings.Fields(flags), "dp") {
-				return lo, "lie in a MAP_DROPPABLE mapping, which the kernel may discard after the check"
+				return starts[next], "lie in a MAP_DROPPABLE mapping, which the kernel may discard after the check"
 			}
 			for next < len(starts) && starts[next] < hi {
 				next++
