@@ -485,7 +485,9 @@ func droppable(smaps string, pieces []piece) (uint64, string) {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// Small reads: the kernel formats (and walks the pages of) only as many
+	// mappings as fill one read, so a scan that stops early costs less.
+	sc.Buffer(make([]byte, pageSize), 1<<20)
 	next := 0         // the first of starts not yet found in a mapping
 	var lo, hi uint64 // the current mapping
 	wanted := false   // the current mapping holds pieces
