@@ -449,8 +449,8 @@ const mapDroppable = 0x08
 
 // droppableKernel reports whether the kernel can make MAP_DROPPABLE
 // mappings, found once by making one. Reading /proc/PID/smaps is most of
-// the cost of strict mode's memory check (about 0.2 ms for a small
-// process: the kernel walks every mapping's pages), so it is skipped only
+// the cost of strict mode's memory check (0.07 to 1 ms: the kernel walks
+// the pages of every mapping up to the last one read), so it is skipped only
 // where the kernel rejects the flag (older than 6.11, or without
 // VM_DROPPABLE: 32-bit); any other answer counts as "can" (fail closed).
 var droppableKernel = sync.OnceValue(func() bool {
