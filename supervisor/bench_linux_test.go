@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/policy"
 	"golang.org/x/sys/unix"
 )
@@ -325,4 +326,42 @@ func BenchmarkPrelist(b *testing.B) {
 			b.Fatal("nothing listed")
 		}
 	}
+}
+
+// BenchmarkStrictSettle is strict mode's memory check on a real exec's
+// worth of arguments (sleep's own argv strings, on its stack): locating
+// them with PROCMAP_QUERY alone (what it cost before the write-back), and
+// with settle's smaps scan for MAP_DROPPABLE and write-back.
+func BenchmarkStrictSettle(b *testing.B) {
+	pid := sleeper(b)
+	st, err := proc.ReadStat(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lo, hi := st.Layout[6], st.Layout[7] // arg_start, arg_end
+	data := make([]byte, hi-lo)
+	var m memReader
+	if n, err := m.readAt(pid, lo, data); err != nil || n != len(data) {
+		b.Fatalf("reading sleep's arguments: %d of %d bytes, %v", n, len(data), err)
+	}
+	ranges := []span{{lo, hi, data}}
+	sv := newSandboxView(0)
+	b.Run("locate", func(b *testing.B) {
+		for b.Loop() {
+			if _, why, _, ok := unsafeRangeQuery(pid, ranges, sv); !ok || why != "" {
+				b.Fatalf("locating: %v %s", ok, why)
+			}
+		}
+	})
+	b.Run("locate+settle", func(b *testing.B) {
+		for b.Loop() {
+			_, why, pieces, ok := unsafeRangeQuery(pid, ranges, sv)
+			if !ok || why != "" || len(pieces) == 0 {
+				b.Fatalf("locating: %v %s %d", ok, why, len(pieces))
+			}
+			if _, why := settle(pid, pieces); why != "" {
+				b.Fatal(why)
+			}
+		}
+	})
 }

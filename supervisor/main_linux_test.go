@@ -42,6 +42,8 @@ func childMain(mode string) int {
 		return installTwiceChild()
 	case "exec-client":
 		return execClientChild()
+	case "lazyfree":
+		return lazyfreeChild()
 	}
 	fmt.Fprintf(os.Stderr, "unknown test child mode %q\n", mode)
 	return 2

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -272,4 +273,36 @@ func (m *memReader) readStrings(pid int, ptrs []uint64, pathAddr uint64, withPat
 		}
 	}
 	return out, path, nil
+}
+
+// writeBack writes each piece's data at its address in pid's memory with
+// process_vm_writev (see settle), failing unless every byte is written.
+func writeBack(pid int, pieces []piece) error {
+	for len(pieces) > 0 {
+		batch := pieces[:min(len(pieces), iovMax)]
+		pieces = pieces[len(batch):]
+		local := make([]unix.Iovec, len(batch))
+		remote := make([]unix.RemoteIovec, len(batch))
+		want := 0
+		for i, p := range batch {
+			local[i].Base = &p.data[0]
+			local[i].SetLen(len(p.data))
+			remote[i] = unix.RemoteIovec{Base: uintptr(p.lo), Len: len(p.data)}
+			want += len(p.data)
+		}
+		for {
+			n, err := unix.ProcessVMWritev(pid, local, remote, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return os.NewSyscallError("process_vm_writev", err)
+			}
+			if n != want {
+				return fmt.Errorf("process_vm_writev wrote %d of %d bytes", n, want)
+			}
+			break
+		}
+	}
+	return nil
 }

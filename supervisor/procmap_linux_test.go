@@ -57,23 +57,23 @@ func TestProcmapQueryMatchesMaps(t *testing.T) {
 		safe   bool
 		first  uint64 // the address reported when not safe
 	}{
-		{"private anonymous", []span{{at(0, 10), at(0, 20)}}, true, 0},
-		{"across two private anonymous pages", []span{{at(0, pg-8), at(1, 8)}}, true, 0},
-		{"shared", []span{{at(2, 0), at(2, 1)}}, false, at(2, 0)},
-		{"private anonymous running into shared", []span{{at(1, pg-4), at(2, 4)}}, false, at(2, 0)},
-		{"hole", []span{{at(3, 100), at(3, 101)}}, false, at(3, 100)},
-		{"running into the hole", []span{{at(2, pg-1), at(3, 1)}}, false, at(2, pg-1)},
-		{"private file on a writable mount", []span{{at(4, 0), at(4, 8)}}, false, at(4, 0)},
-		{"second range unsafe", []span{{at(5, 0), at(5, 8)}, {at(2, 8), at(2, 9)}}, false, at(2, 8)},
+		{"private anonymous", []span{{at(0, 10), at(0, 20), nil}}, true, 0},
+		{"across two private anonymous pages", []span{{at(0, pg-8), at(1, 8), nil}}, true, 0},
+		{"shared", []span{{at(2, 0), at(2, 1), nil}}, false, at(2, 0)},
+		{"private anonymous running into shared", []span{{at(1, pg-4), at(2, 4), nil}}, false, at(2, 0)},
+		{"hole", []span{{at(3, 100), at(3, 101), nil}}, false, at(3, 100)},
+		{"running into the hole", []span{{at(2, pg-1), at(3, 1), nil}}, false, at(2, pg-1)},
+		{"private file on a writable mount", []span{{at(4, 0), at(4, 8), nil}}, false, at(4, 0)},
+		{"second range unsafe", []span{{at(5, 0), at(5, 8), nil}, {at(2, 8), at(2, 9), nil}}, false, at(2, 8)},
 		{"empty list", nil, true, 0},
 	}
 	pid := os.Getpid()
 	for _, c := range cases {
-		qa, qwhy, ok := unsafeRangeQuery(pid, c.ranges, sv)
+		qa, qwhy, _, ok := unsafeRangeQuery(pid, c.ranges, sv)
 		if !ok {
 			testcap.SkipOrFail(t, "PROCMAP_QUERY is not available (Linux 6.11+); the maps fallback is what runs here")
 		}
-		ma, mwhy := unsafeRange("/proc/self/maps", c.ranges, sv)
+		ma, mwhy, _ := unsafeRange("/proc/self/maps", c.ranges, sv)
 		if qa != ma || qwhy != mwhy {
 			t.Errorf("%s: PROCMAP_QUERY says %#x %q, maps says %#x %q", c.name, qa, qwhy, ma, mwhy)
 		}

@@ -2,12 +2,15 @@ package supervisor
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
@@ -30,7 +33,14 @@ const kcmpVM = 1
 //     mapping and end in the next) lies outside private anonymous memory,
 //     or in a private file mapping whose file the sandbox could write: a
 //     page of such a mapping that was never written follows the page
-//     cache, so a write(2) to the file changes it.
+//     cache, so a write(2) to the file changes it;
+//   - a byte lies in memory the kernel itself may replace with zeros and
+//     cordon cannot write the checked bytes back into (see settle):
+//     a MAP_DROPPABLE mapping, a read-only anonymous one, a failed write.
+//
+// When it returns "", the checked bytes have just been written back into
+// the caller's writable private memory, so pages the caller marked
+// MADV_FREE hold them until the kernel reads them again.
 //
 // Nothing in the sandbox can write another process's memory otherwise
 // (ptrace and process_vm_writev are refused, /proc is read-only). A caller
@@ -53,9 +63,12 @@ func raceable(pid int, trusted int, ranges []span, sv *sandboxView) string {
 	if why := sv.memoryPeer(pid, st, trusted); why != "" {
 		return why
 	}
-	a, why, ok := unsafeRangeQuery(pid, ranges, sv)
+	a, why, pieces, ok := unsafeRangeQuery(pid, ranges, sv)
 	if !ok {
-		a, why = unsafeRange("/proc/"+strconv.Itoa(pid)+"/maps", ranges, sv)
+		a, why, pieces = unsafeRange("/proc/"+strconv.Itoa(pid)+"/maps", ranges, sv)
+	}
+	if why == "" {
+		a, why = settle(pid, pieces)
 	}
 	if why != "" {
 		return fmt.Sprintf("exec arguments at %#x %s", a, why)
@@ -228,42 +241,79 @@ func kcmpEqual(a, b, typ int) (bool, error) {
 }
 
 // span is a byte range [lo, hi) of a caller's memory.
-type span struct{ lo, hi uint64 }
+type span struct {
+	lo, hi uint64
+	// data is what the check read there (hi-lo bytes), to be written back
+	// (see settle); nil for a range that is only located.
+	data []byte
+}
+
+// piece is the part of a checked range that lies in one private writable
+// mapping, or in a private read-only anonymous one: memory the kernel may
+// replace with zeros after the check (see settle).
+type piece struct {
+	span
+	anon     bool // the mapping is anonymous (no file behind it)
+	writable bool // the mapping is writable, so the check's bytes can be written back
+}
 
 // mapping is one line of /proc/PID/maps, reduced to what unsafeRange needs.
 type mapping struct {
 	span
 	// safe: private, and anonymous or backed by a file on a device the
 	// sandbox cannot write.
-	safe bool
+	safe     bool
+	anon     bool // inode 0: no file behind it
+	writable bool
+}
+
+// cut appends to pieces the part [at, end) of r when it lies in memory
+// settle must look at: any private writable mapping (its pages may have
+// been marked MADV_FREE, or be copies of a file's) and a private read-only
+// anonymous one.
+func cut(pieces []piece, r span, at, end uint64, anon, writable bool) []piece {
+	if !writable && !anon {
+		return pieces // a read-only private file mapping: the file's pages, which MADV_FREE cannot touch
+	}
+	if end > r.hi {
+		end = r.hi
+	}
+	p := piece{span: span{lo: at, hi: end}, anon: anon, writable: writable}
+	if uint64(len(r.data)) == r.hi-r.lo {
+		p.data = r.data[at-r.lo : end-r.lo]
+	}
+	return append(pieces, p)
 }
 
 // unsafeRange returns the first address of ranges that lies in memory that
 // could change without the caller writing it, and why; "" when there is
 // none. Every byte must lie in a mapping that is safe; the mappings a range
-// spans must follow each other without a gap.
-func unsafeRange(maps string, ranges []span, sv *sandboxView) (uint64, string) {
+// spans must follow each other without a gap. It also returns the pieces of
+// the ranges settle must write back or refuse.
+func unsafeRange(maps string, ranges []span, sv *sandboxView) (uint64, string, []piece) {
 	m, err := readMaps(maps, sv)
 	if err != nil {
 		if len(ranges) > 0 {
-			return ranges[0].lo, "cannot be located: " + err.Error()
+			return ranges[0].lo, "cannot be located: " + err.Error(), nil
 		}
-		return 0, "cannot be located: " + err.Error()
+		return 0, "cannot be located: " + err.Error(), nil
 	}
+	var pieces []piece
 	for _, r := range ranges {
 		at := r.lo
 		for at < r.hi {
 			i := sort.Search(len(m), func(i int) bool { return m[i].hi > at })
 			if i == len(m) || m[i].lo > at {
-				return at, "lie outside any mapping"
+				return at, "lie outside any mapping", nil
 			}
 			if !m[i].safe {
-				return at, "lie in memory another process or a file write could change"
+				return at, "lie in memory another process or a file write could change", nil
 			}
+			pieces = cut(pieces, r, at, m[i].hi, m[i].anon, m[i].writable)
 			at = m[i].hi
 		}
 	}
-	return 0, ""
+	return 0, "", pieces
 }
 
 // readMaps reads a maps file in address order.
@@ -291,9 +341,9 @@ func readMaps(path string, sv *sandboxView) ([]mapping, error) {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		mp := mapping{span: span{l, h}}
+		mp := mapping{span: span{lo: l, hi: h}, anon: fields[4] == "0", writable: fields[1][1] == 'w'}
 		if fields[1][3] == 'p' {
-			if fields[4] == "0" {
+			if mp.anon {
 				mp.safe = true // private anonymous: only the caller writes it
 			} else if maj, min, ok := strings.Cut(fields[3], ":"); ok {
 				ma, err1 := strconv.ParseUint(maj, 16, 32)
@@ -311,17 +361,173 @@ func readMaps(path string, sv *sandboxView) ([]mapping, error) {
 
 // argRanges returns the byte ranges an exec's arguments occupy in the
 // caller's memory: the path and each argv string with its NUL, and the
-// argv pointer array with its NULL.
+// argv pointer array with its NULL; each with the bytes the check read
+// there, as the kernel will read them on CONTINUE.
 func argRanges(d *Verdict, ptrs []uint64, ptrSize int) []span {
 	out := make([]span, 0, len(ptrs)+2)
-	out = append(out, span{d.pathAddr, d.pathAddr + uint64(len(d.Exec.Path)) + 1})
+	out = append(out, span{d.pathAddr, d.pathAddr + uint64(len(d.Exec.Path)) + 1, cstring(d.Exec.Path)})
 	if d.argvAddr != 0 {
-		out = append(out, span{d.argvAddr, d.argvAddr + uint64((len(ptrs)+1)*ptrSize)})
+		n := uint64((len(ptrs) + 1) * ptrSize)
+		out = append(out, span{d.argvAddr, d.argvAddr + n, encodePointers(ptrs, ptrSize)})
 		for i, p := range ptrs {
 			if i < len(d.Exec.Argv) {
-				out = append(out, span{p, p + uint64(len(d.Exec.Argv[i])) + 1})
+				out = append(out, span{p, p + uint64(len(d.Exec.Argv[i])) + 1, cstring(d.Exec.Argv[i])})
 			}
 		}
 	}
 	return out
+}
+
+// cstring is s with its NUL, as it lies in the caller's memory.
+func cstring(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}
+
+// encodePointers is the pointer array ptrs with its NULL, ptrSize bytes
+// each in the machine's byte order, as readPointers read it.
+func encodePointers(ptrs []uint64, ptrSize int) []byte {
+	b := make([]byte, (len(ptrs)+1)*ptrSize)
+	for i, p := range ptrs {
+		if ptrSize == 8 {
+			binary.NativeEndian.PutUint64(b[i*8:], p)
+		} else {
+			binary.NativeEndian.PutUint32(b[i*4:], uint32(p))
+		}
+	}
+	return b
+}
+
+// settle makes the pieces of an exec's arguments that lie in memory the
+// kernel itself may replace with zeros hold, until the kernel reads them
+// again on CONTINUE, exactly the bytes the check read; it returns the first
+// address it cannot make so, and why ("" when all are).
+//
+// Private anonymous memory is written only by the caller, but the kernel
+// may drop two kinds of its pages under memory pressure, and they read back
+// as zeros ("push"+"x" on such a page becomes "push"):
+//   - a clean page the caller marked MADV_FREE (mm/rmap.c,
+//     try_to_unmap_one: a lazily freed folio that is not dirty is
+//     discarded, a dirty one becomes a normal anonymous page again);
+//   - any page of a MAP_DROPPABLE mapping (Linux 6.11+), dirty or not.
+//
+// So the checked bytes are written back with process_vm_writev: the write
+// dirties each page (a page dropped between the read and the write gets
+// the checked bytes back), and the caller, single-threaded, stopped in
+// execve and sharing its memory with no one (see raceable), cannot mark it
+// lazily free again. Memory that cannot be written back is refused: a
+// read-only anonymous mapping (it may hold a lazily freed page), a
+// droppable mapping (writing does not keep its pages) and any failed
+// write. Read-only private file mappings are left alone: MADV_FREE refuses
+// them, and their pages are the file's.
+func settle(pid int, pieces []piece) (uint64, string) {
+	if len(pieces) == 0 {
+		return 0, ""
+	}
+	for _, p := range pieces {
+		if !p.writable {
+			return p.lo, "lie in read-only anonymous memory, which the kernel may discard (MADV_FREE) after the check"
+		}
+		if uint64(len(p.data)) != p.hi-p.lo {
+			return p.lo, "cannot be written back: what the check read there is not known"
+		}
+	}
+	if droppableKernel() {
+		if a, why := droppable("/proc/"+strconv.Itoa(pid)+"/smaps", pieces); why != "" {
+			return a, why
+		}
+	}
+	if err := writeBack(pid, pieces); err != nil {
+		return pieces[0].lo, "cannot be written back after the check (the kernel may discard lazily freed memory): " + err.Error()
+	}
+	return 0, ""
+}
+
+// mapDroppable is MAP_DROPPABLE (include/uapi/linux/mman.h, Linux 6.11+).
+const mapDroppable = 0x08
+
+// droppableKernel reports whether the kernel can make MAP_DROPPABLE
+// mappings, found once by making one. Reading /proc/PID/smaps is most of
+// the cost of strict mode's memory check (0.07 to 1 ms: the kernel walks
+// the pages of every mapping up to the last one read), so it is skipped only
+// where the kernel rejects the flag (older than 6.11, or without
+// VM_DROPPABLE: 32-bit); any other answer counts as "can" (fail closed).
+var droppableKernel = sync.OnceValue(func() bool {
+	r, _, e := unix.Syscall6(unix.SYS_MMAP, 0, pageSize, unix.PROT_READ|unix.PROT_WRITE,
+		mapDroppable|unix.MAP_ANONYMOUS, ^uintptr(0), 0)
+	if e == 0 {
+		_, _, _ = unix.Syscall(unix.SYS_MUNMAP, r, pageSize, 0)
+		return true
+	}
+	return e != unix.EINVAL && e != unix.EOPNOTSUPP
+})
+
+// droppable returns the first address of pieces' anonymous memory that lies
+// in a MAP_DROPPABLE mapping, and why; "" when none does. Only
+// /proc/PID/smaps tells (VmFlags "dp"): PROCMAP_QUERY's flags are only
+// read, write, execute and shared. smaps is read up to the last mapping a
+// piece lies in, and every such mapping must be found in it (fail closed).
+func droppable(smaps string, pieces []piece) (uint64, string) {
+	var starts []uint64 // the anonymous pieces' first addresses, sorted
+	for _, p := range pieces {
+		if p.anon {
+			starts = append(starts, p.lo)
+		}
+	}
+	if len(starts) == 0 {
+		return 0, ""
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	f, err := os.Open(smaps)
+	if err != nil {
+		return starts[0], "cannot be checked for MAP_DROPPABLE: " + err.Error()
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	// Small reads: the kernel formats (and walks the pages of) only as many
+	// mappings as fill one read, so a scan that stops early costs less.
+	sc.Buffer(make([]byte, pageSize), 1<<20)
+	next := 0         // the first of starts not yet found in a mapping
+	var lo, hi uint64 // the current mapping
+	wanted := false   // the current mapping holds pieces
+	for next < len(starts) && sc.Scan() {
+		line := sc.Text()
+		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok {
+			if !wanted {
+				continue
+			}
+			if slices.Contains(strings.Fields(flags), "dp") {
+				return starts[next], "lie in a MAP_DROPPABLE mapping, which the kernel may discard after the check"
+			}
+			for next < len(starts) && starts[next] < hi {
+				next++
+			}
+			wanted = false
+			continue
+		}
+		// 7ffd1c9e3000-7ffd1ca04000 rw-p 00000000 00:00 0   [stack]
+		first, _, _ := strings.Cut(line, " ")
+		l, h, ok := strings.Cut(first, "-")
+		if !ok || strings.HasSuffix(first, ":") {
+			continue
+		}
+		l64, err1 := strconv.ParseUint(l, 16, 64)
+		h64, err2 := strconv.ParseUint(h, 16, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		lo, hi = l64, h64
+		if starts[next] < lo {
+			break // a piece in no mapping: not what was checked
+		}
+		wanted = starts[next] < hi
+	}
+	if err := sc.Err(); err != nil {
+		return starts[next%len(starts)], "cannot be checked for MAP_DROPPABLE: " + err.Error()
+	}
+	if next < len(starts) {
+		return starts[next], "cannot be checked for MAP_DROPPABLE: not found in " + smaps
+	}
+	return 0, ""
 }
