@@ -293,7 +293,7 @@ func BenchmarkStrictCheck(b *testing.B) {
 	b.Run(fmt.Sprintf("host-processes=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if why := raceable(pid, 0, nil, newSandboxView(0)); why != "" {
+			if why := raceable(pid, 0, nil, newSandboxView(0), false); why != "" {
 				b.Fatalf("sleep is raceable: %s", why)
 			}
 		}
@@ -359,7 +359,7 @@ func BenchmarkStrictSettle(b *testing.B) {
 			if !ok || why != "" || len(pieces) == 0 {
 				b.Fatalf("locating: %v %s %d", ok, why, len(pieces))
 			}
-			if _, why := settle(pid, pieces); why != "" {
+			if _, why := settle(pid, pieces, true); why != "" {
 				b.Fatal(why)
 			}
 		}

@@ -204,6 +204,25 @@ func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
 			return nil, fmt.Errorf("adding ioctl rule: %w", err)
 		}
 	}
+	// MAP_DROPPABLE mappings (Linux 6.11+: the map type 0x08 in mmap's
+	// flags) refused with EINVAL, as a kernel without them answers: the
+	// kernel may drop their pages, dirty or not, under memory pressure, so
+	// an exec's arguments there could turn to zeros after strict mode
+	// checked them (see settle). glibc's getrandom, their one user, falls
+	// back to the system call.
+	for _, name := range []string{"mmap", "mmap2"} {
+		sc, err := seccomp.GetSyscallFromName(name)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", name, err)
+		}
+		cond, err := seccomp.MakeCondition(3, seccomp.CompareMaskedEqual, 0x0f, 0x08)
+		if err != nil {
+			return nil, fmt.Errorf("building %s condition: %w", name, err)
+		}
+		if err := f.AddRuleConditional(sc, seccomp.ActErrno.SetReturnCode(int16(unix.EINVAL)), []seccomp.ScmpCondition{cond}); err != nil {
+			return nil, fmt.Errorf("adding %s rule: %w", name, err)
+		}
+	}
 	// Calls that serve only to race or escape the exec check, with no use
 	// an agent's workload needs (each is refused, not killed, so programs
 	// that probe for them fall back):

@@ -149,7 +149,7 @@ func strictStep(t *testing.T, c *child, rep lazyReport, useMaps bool) string {
 		a, why, pieces = unsafeRange("/proc/"+strconv.Itoa(c.Pid())+"/maps", ranges, sv)
 	}
 	require.Empty(t, why, "locating the arguments (at %#x)", a)
-	_, why = settle(c.Pid(), pieces)
+	_, why = settle(c.Pid(), pieces, true)
 	return why
 }
 
@@ -203,24 +203,13 @@ func TestStrictWritesBackLazyfree(t *testing.T) {
 				}
 			}
 			require.Empty(t, why)
-			_, why = settle(c.Pid(), pieces)
+			_, why = settle(c.Pid(), pieces, true)
 			require.Empty(t, why)
 			require.Equal(t, "x\x00", string(page1(t, c, "peek")[:2]), "page 1 after the write-back: the checked bytes again")
 			_, argv, err = m.readExec(c.Pid(), rep.Path, rep.Argv, 8)
 			require.NoError(t, err)
 			require.Equal(t, lazyArgs.argv, argv, "what the kernel will read on CONTINUE")
 		})
-	}
-}
-
-// TestDroppableDroppedWhenDirty is why writing back does not do for
-// MAP_DROPPABLE: the kernel discards a dirty droppable page too.
-func TestDroppableDroppedWhenDirty(t *testing.T) {
-	c, _ := startLazyfree(t, "droppable")
-	require.Equal(t, "x\x00", string(page1(t, c, "peek")[:2]))
-	page1(t, c, "pageout")
-	if got := page1(t, c, "peek"); string(got[:2]) != "\x00\x00" {
-		t.Errorf("a dirty MAP_DROPPABLE page survived MADV_PAGEOUT (%q): refusing droppable memory may be more than needed; revisit settle", got)
 	}
 }
 

@@ -619,7 +619,7 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		}
 		s.log.Debug("ptrace verification not possible: strict mode for this exec", "pid", pid, "err", err)
 	}
-	why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox)
+	why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox, d.ptrSize == 4)
 	if why == "" && s.immutable(d) {
 		return 0
 	}
