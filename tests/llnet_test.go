@@ -358,15 +358,7 @@ func TestLandlockNetFilterUnprivileged(t *testing.T) {
 		// Already unprivileged: the tests above are this case.
 		return
 	}
-	setpriv := requireTool(t, "setpriv")
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755)) // t.TempDir's parent is 0700
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "cordon")
-	copyFile(t, cordonBin, bin, 0o755)
-	work := filepath.Join(dir, "work")
-	require.NoError(t, os.Mkdir(work, 0o777))
-	require.NoError(t, os.Chmod(work, 0o777))
+	setpriv, dir, bin, work := unprivilegedWorkspace(t)
 	s := startNetServers(t, dir)
 	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,

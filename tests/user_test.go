@@ -22,15 +22,7 @@ func TestRunsAsUnprivilegedUser(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 		return
 	}
-	setpriv := requireTool(t, "setpriv")
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755)) // t.TempDir's parent is 0700
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "cordon")
-	copyFile(t, cordonBin, bin, 0o755)
-	work := filepath.Join(dir, "work")
-	require.NoError(t, os.Mkdir(work, 0o777))
-	require.NoError(t, os.Chmod(work, 0o777)) // Mkdir applied the umask
+	setpriv, _, bin, work := unprivilegedWorkspace(t)
 
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
 		"--deny", "ls", "--", "sh", "-c", `id -u; grep CapEff /proc/self/status; echo hi > f && cat f; ls; echo rc=$?`)
@@ -58,4 +50,21 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	_, err = io.Copy(dst, src)
 	require.NoError(t, err)
 	require.NoError(t, dst.Close())
+}
+
+// unprivilegedWorkspace prepares a run of cordon as nobody (with setpriv):
+// a world-readable temporary directory dir holding a copy of the binary
+// (bin) and a world-writable working directory (work).
+func unprivilegedWorkspace(t *testing.T) (setpriv, dir, bin, work string) {
+	t.Helper()
+	setpriv = requireTool(t, "setpriv")
+	dir = t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755)) // t.TempDir's parent is 0700
+	require.NoError(t, os.Chmod(dir, 0o777))
+	bin = filepath.Join(dir, "cordon")
+	copyFile(t, cordonBin, bin, 0o755)
+	work = filepath.Join(dir, "work")
+	require.NoError(t, os.Mkdir(work, 0o777))
+	require.NoError(t, os.Chmod(work, 0o777)) // Mkdir applied the umask
+	return setpriv, dir, bin, work
 }

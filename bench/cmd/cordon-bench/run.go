@@ -170,15 +170,9 @@ func (h *harness) buildFloor(src string) error {
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("floor source: %w (run from the repository's root, or pass -floor-src)", err)
 	}
-	self, err := os.Executable()
+	self, err := harnessBinary()
 	if err != nil {
 		return err
-	}
-	if self, err = realPath(self); err != nil {
-		return err
-	}
-	if strings.HasPrefix(self, "/tmp/") {
-		return fmt.Errorf("the harness binary %s is under /tmp, which the sandbox does not see: build it elsewhere (make bench does)", self)
 	}
 	out := filepath.Join(filepath.Dir(self), "cordon-bench-floor")
 	cmd := exec.CommandContext(h.ctx, cc, "-O2", "-Wall", "-o", out, src)
@@ -399,4 +393,20 @@ func shellTimes(out string) time.Duration {
 		}
 	}
 	return total
+}
+
+// harnessBinary is the harness's own binary, which some sections run inside
+// the sandbox: it must not be under /tmp, which the sandbox replaces.
+func harnessBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if self, err = realPath(self); err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(self, "/tmp/") {
+		return "", fmt.Errorf("the harness binary %s is under /tmp, which the sandbox does not see: build it elsewhere (make bench does)", self)
+	}
+	return self, nil
 }
