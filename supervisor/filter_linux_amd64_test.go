@@ -157,3 +157,81 @@ func runBPF(prog []unix.SockFilter, data []byte) (uint32, error) {
 	}
 	return 0, fmt.Errorf("program fell off its end")
 }
+
+func init() { sameVerdicts = sameVerdictsOnSamples }
+
+// sameVerdictsOnSamples runs two seccomp programs for amd64 on a sample of
+// inputs (every system call number of x86-64, x32 and i386, with each
+// argument in turn taking values the filter's rules compare against) and
+// reports the first input they answer differently, or "" when none. It is
+// how the embedded table is checked where another libseccomp lays the same
+// rules out in other bytes.
+func sameVerdictsOnSamples(a, b []byte) (string, error) {
+	pa, err := decodeFilter(a)
+	if err != nil {
+		return "", err
+	}
+	pb, err := decodeFilter(b)
+	if err != nil {
+		return "", err
+	}
+	values := []uint64{1, 2, 3, 6, 8, 0x0a, 0x0f, 0x10, 0x22, 0x800, 0x4000, unix.MSG_FASTOPEN,
+		unix.TIOCSTI, unix.TIOCLINUX, unix.CLONE_VM | unix.CLONE_VFORK, unix.CLONE_NEWNS, unix.CLONE_NEWUSER,
+		unix.O_CREAT, 1<<32 | 8, 0xffffffff, ^uint64(0)}
+	type call struct {
+		arch uint32
+		nr   int32
+	}
+	var calls []call
+	for nr := int32(0); nr < 600; nr++ {
+		calls = append(calls, call{unix.AUDIT_ARCH_X86_64, nr}, call{unix.AUDIT_ARCH_X86_64, x32Bit | nr},
+			call{unix.AUDIT_ARCH_I386, nr})
+	}
+	calls = append(calls, call{unix.AUDIT_ARCH_AARCH64, 221}, call{unix.AUDIT_ARCH_ARM, 11})
+	for _, c := range calls {
+		var args [6]uint64
+		try := func() (string, error) {
+			data := seccompDataBytes(c.arch, c.nr, args)
+			ra, err := runBPF(pa, data)
+			if err != nil {
+				return "", err
+			}
+			rb, err := runBPF(pb, data)
+			if err != nil {
+				return "", err
+			}
+			if ra != rb {
+				return fmt.Sprintf("arch %#x nr %#x args %#x: %#x against %#x", c.arch, c.nr, args, ra, rb), nil
+			}
+			return "", nil
+		}
+		if d, err := try(); d != "" || err != nil {
+			return d, err
+		}
+		for i := range args {
+			for _, v := range values {
+				args = [6]uint64{}
+				args[i] = v
+				if d, err := try(); d != "" || err != nil {
+					return d, err
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// TestSameVerdictsOnSamples: the comparison tells programs apart that
+// differ in one rule, and does not tell apart a program from itself.
+func TestSameVerdictsOnSamples(t *testing.T) {
+	withCreates, err := compileFilter(optNotify|optCreates, "amd64")
+	require.NoError(t, err)
+	plain, err := compileFilter(optNotify, "amd64")
+	require.NoError(t, err)
+	d, err := sameVerdictsOnSamples(plain, plain)
+	require.NoError(t, err)
+	assert.Empty(t, d)
+	d, err = sameVerdictsOnSamples(plain, withCreates)
+	require.NoError(t, err)
+	assert.NotEmpty(t, d, "the creation rules change verdicts")
+}
