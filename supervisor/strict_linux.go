@@ -98,21 +98,40 @@ const maxPeerScan = 2048
 // the memory; the one way to hide one from the listing, a pid number
 // wrapping around behind it, is caught by ns_last_pid going down.
 func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
+	// A candidate that exits while it is being checked may have vforked a
+	// sharer born after the listing: list again (a few times at most).
+	var why string
+	for range maxPeerPasses {
+		var again bool
+		if why, again = v.memoryPeerPass(pid, st, trusted); !again {
+			return why
+		}
+	}
+	return why
+}
+
+// maxPeerPasses bounds memoryPeer's listings when candidates keep exiting.
+const maxPeerPasses = 3
+
+// memoryPeerPass is one listing of memoryPeer; again says a candidate
+// exited while it was checked, and why is then the refusal if no pass
+// is left.
+func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why string, again bool) {
 	v.init()
 	if v.err != nil {
-		return "cannot list the sandbox's processes: " + v.err.Error()
+		return "cannot list the sandbox's processes: " + v.err.Error(), false
 	}
 	if st.NSTgid <= 0 {
-		return "cannot find the caller in the sandbox's pid namespace"
+		return "cannot find the caller in the sandbox's pid namespace", false
 	}
 	procDir, err := v.openProc()
 	if err != nil {
-		return "cannot list the sandbox's processes: " + err.Error()
+		return "cannot list the sandbox's processes: " + err.Error(), false
 	}
 	defer unix.Close(procDir)
 	self, err := readStatAt(procDir, st.NSTgid)
 	if err != nil {
-		return "cannot read the caller's memory layout: " + err.Error()
+		return "cannot read the caller's memory layout: " + err.Error(), false
 	}
 	trustedNS := -1
 	if trusted > 0 {
@@ -123,8 +142,9 @@ func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
 	before, err1 := lastPid(procDir)
 	pids, err2 := listPids(procDir, maxPeerScan)
 	if err1 != nil || err2 != nil {
-		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error()
+		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error(), false
 	}
+	var hosts *hostPids // built at the first candidate, once per pass
 	for _, p := range pids {
 		if p == st.NSTgid {
 			continue
@@ -147,12 +167,126 @@ func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
 				}
 			}
 		}
-		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p)
+		// Any other process with the caller's layout: a fork sibling or
+		// cousin that has not exec'd yet (every & of a shell), or a vfork
+		// sharer. kcmp tells them apart, given its pid on the host.
+		if hosts == nil {
+			hosts = sandboxHostPids(pid)
+		}
+		if hosts.distinctMemory(pid, p, l.StartTime) {
+			continue
+		}
+		if now, err := readStatAt(procDir, p); err != nil || now.StartTime != l.StartTime || now.State == 'Z' || now.State == 'X' {
+			return fmt.Sprintf("process %d of the sandbox, which had the caller's memory layout, exited while it was checked", p), true
+		}
+		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p), false
 	}
 	if after, err := lastPid(procDir); err != nil || after < before {
-		return "pid numbers wrapped around while the sandbox's processes were listed"
+		return "pid numbers wrapped around while the sandbox's processes were listed", false
 	}
-	return ""
+	return "", false
+}
+
+// hostPids maps the pids of the caller's pid namespace to the host's (the
+// supervisor's), so that kcmp, which takes the supervisor's pids, can look
+// at a process found in the sandbox's proc.
+type hostPids struct {
+	same bool        // the caller's pid namespace is the supervisor's
+	ns   map[int]int // sandbox pid -> host pid
+	err  error       // why the map could not be made
+}
+
+// sandboxHostPids maps the pids of caller's pid namespace. When that is not
+// the supervisor's own, every process of it descends from its init (pid 1
+// there: orphans are reparented to it or to a subreaper below it), found
+// up caller's parents, and the tree is walked down from there through the
+// host's task/*/children, each process's NStgid giving its sandbox pid. A
+// process moving (reparented) or born during the walk may be missed; a
+// missed candidate is refused.
+func sandboxHostPids(caller int) *hostPids {
+	self, err1 := pidNS("/proc/self/ns/pid")
+	theirs, err2 := pidNS("/proc/" + strconv.Itoa(caller) + "/ns/pid")
+	if err := errors.Join(err1, err2); err != nil {
+		return &hostPids{err: err}
+	}
+	if self == theirs {
+		return &hostPids{same: true}
+	}
+	init := caller
+	for depth := 0; ; depth++ {
+		st, err := proc.ReadStatus(init)
+		if err != nil {
+			return &hostPids{err: fmt.Errorf("finding the sandbox's init: %w", err)}
+		}
+		if st.NSTgid == 1 {
+			if ns, err := pidNS("/proc/" + strconv.Itoa(init) + "/ns/pid"); err != nil || ns != theirs {
+				return &hostPids{err: errors.New("the sandbox's init is not in the caller's pid namespace")}
+			}
+			break
+		}
+		if st.PPid <= 0 || depth > maxPeerScan {
+			return &hostPids{err: errors.New("the sandbox's init is not among the caller's ancestors")}
+		}
+		init = st.PPid
+	}
+	m := map[int]int{1: init}
+	queue := []int{init}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		for _, c := range proc.Children(h) {
+			st, err := proc.ReadStatus(c)
+			if err != nil || st.NSTgid <= 0 {
+				continue // gone
+			}
+			if _, dup := m[st.NSTgid]; dup {
+				continue // seen (moved during the walk)
+			}
+			if len(m) > maxPeerScan {
+				return &hostPids{err: fmt.Errorf("more than %d processes", maxPeerScan)}
+			}
+			m[st.NSTgid] = c
+			queue = append(queue, c)
+		}
+	}
+	return &hostPids{ns: m}
+}
+
+// pidNS names the pid namespace at path (an ns/pid link).
+func pidNS(path string) ([2]uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return [2]uint64{}, fmt.Errorf("reading a pid namespace: %w", err)
+	}
+	return [2]uint64{st.Dev, st.Ino}, nil
+}
+
+// distinctMemory reports whether the sandbox's process p, which started at
+// start (its stat in the sandbox's proc), is proven by kcmp(KCMP_VM) not to
+// share caller's address space. Its host pid must name the same process
+// (sandbox pid and start time) before and after kcmp, so a pid reused
+// meanwhile is not compared in its place; anything else is false.
+func (h *hostPids) distinctMemory(caller, p int, start uint64) bool {
+	if h.err != nil {
+		return false
+	}
+	hp := p
+	if !h.same {
+		var ok bool
+		if hp, ok = h.ns[p]; !ok {
+			return false
+		}
+	}
+	same := func() bool {
+		st, err1 := proc.ReadStatus(hp)
+		s, err2 := proc.ReadStat(hp)
+		return err1 == nil && err2 == nil && st.NSTgid == p && s.StartTime == start
+	}
+	if !same() {
+		return false
+	}
+	shared, err := kcmpEqual(caller, hp, kcmpVM)
+	return err == nil && !shared && same()
 }
 
 // readStatAt reads PID/stat below the proc directory dir.
