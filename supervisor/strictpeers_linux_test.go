@@ -1,0 +1,138 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/stretchr/testify/require"
+)
+
+// startPids runs name with args, stdin held open until the test ends, and
+// returns the pids it prints on its first line.
+func startPids(t *testing.T, name string, args ...string) []int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, name, args...)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { in.Close(); cancel(); _ = cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+	}()
+	var s string
+	select {
+	case s = <-line:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s printed no pids", name)
+	}
+	var pids []int
+	for _, f := range strings.Fields(s) {
+		p, err := strconv.Atoi(f)
+		require.NoError(t, err, "%s printed %q", name, s)
+		pids = append(pids, p)
+	}
+	require.NotEmpty(t, pids, "%s printed %q", name, s)
+	return pids
+}
+
+// peerOf runs memoryPeer for the host process pid, as the supervisor does
+// for a caller (here the host is the sandbox: its proc, its pid namespace).
+func peerOf(t *testing.T, pid int) string {
+	t.Helper()
+	st, err := proc.ReadStatus(pid)
+	require.NoError(t, err)
+	return newSandboxView(0).memoryPeer(pid, st, 0)
+}
+
+// forkSiblings is a python3 program that forks two children which do not
+// exec (as a shell's & subshells before their exec) and prints their pids.
+const forkSiblings = `
+import os, sys
+kids = []
+for _ in range(2):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)  # the parent closes w when its stdin closes
+        os._exit(0)
+    os.close(r)
+    kids.append((pid, w))
+print(*[p for p, _ in kids], flush=True)
+sys.stdin.read()
+`
+
+// TestMemoryPeerForkSiblings: processes forked from one parent keep its
+// memory layout until they exec, without sharing memory; a caller beside
+// such a sibling is not refused. Before: "process N may share the caller's
+// memory" (every exec beside a shell's & subshell, in strict mode).
+func TestMemoryPeerForkSiblings(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		testcap.SkipOrFail(t, "no python3: %v", err)
+	}
+	pids := startPids(t, python, "-c", forkSiblings)
+	require.Len(t, pids, 2)
+	a, b := pids[0], pids[1]
+	sa, err := proc.ReadStat(a)
+	require.NoError(t, err)
+	sb, err := proc.ReadStat(b)
+	require.NoError(t, err)
+	require.Equal(t, sa.Layout, sb.Layout, "the premise: fork siblings have one layout")
+	require.Empty(t, peerOf(t, a))
+	require.Empty(t, peerOf(t, b))
+}
+
+// TestMemoryPeerVforkChain: a process sharing the caller's memory that is
+// not its parent (P vforks C, C vforks D, D kills C: P runs on D's memory)
+// is found and refused.
+func TestMemoryPeerVforkChain(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testcap.SkipOrFail(t, "no gcc: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "vforkpeer")
+	b, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, "testdata/vforkpeer.c").CombinedOutput()
+	require.NoError(t, err, "gcc: %s", b)
+	pids := startPids(t, bin)
+	require.Len(t, pids, 2)
+	d, p := pids[0], pids[1]
+	st, err := proc.ReadStatus(d)
+	require.NoError(t, err)
+	require.NotEqual(t, p, st.PPid, "the premise: D's parent is not P")
+	require.Contains(t, peerOf(t, d), fmt.Sprintf("process %d of the sandbox may share the caller's memory", p))
+}
+
+// TestDistinctMemoryIdentity: a candidate is compared only when its pid
+// still names the process that was listed (same start time); a start time
+// that does not match (the pid reused) or a pid that is gone is never
+// proof of distinct memory.
+func TestDistinctMemoryIdentity(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		testcap.SkipOrFail(t, "no python3: %v", err)
+	}
+	pids := startPids(t, python, "-c", forkSiblings)
+	a, b := pids[0], pids[1]
+	sb, err := proc.ReadStat(b)
+	require.NoError(t, err)
+	h := &hostPids{same: true}
+	require.True(t, h.distinctMemory(a, b, sb.StartTime), "the control: b, listed, is a copy")
+	require.False(t, h.distinctMemory(a, b, sb.StartTime+1), "another process under b's pid")
+	require.False(t, h.distinctMemory(a, 1<<22+7, sb.StartTime), "a pid that is gone")
+	require.False(t, (&hostPids{ns: map[int]int{}}).distinctMemory(a, b, sb.StartTime), "a pid the walk did not find")
+}
