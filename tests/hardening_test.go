@@ -209,6 +209,11 @@ func TestHardVforkChainPeer(t *testing.T) {
 			require.Contains(t, r.stdout, "summary n="+strconv.Itoa(n)+" done="+strconv.Itoa(n))
 			assert.NotContains(t, r.stdout, "push", "echo push ran: a sharer of the caller's memory rewrote it after the check")
 			assert.Contains(t, r.stderr, `cordon: denied: /bin/echo push (rule: deny "echo push"`)
+			if strings.HasPrefix(tc.name, "strict") {
+				// Strict mode refuses D's execs whose check saw "hello":
+				// P, found by kcmp, shares D's memory.
+				assert.Contains(t, r.stderr, "may share the caller's memory")
+			}
 		})
 	}
 }
