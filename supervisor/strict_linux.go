@@ -91,10 +91,11 @@ const maxPeerScan = 2048
 // of code, data, heap, stack, arguments and environment in /proc/PID/stat,
 // set at exec and unchangeable without CAP_SYS_RESOURCE) compared with the
 // caller's: a process sharing the caller's memory has the same layout. A
-// process with the same layout is then compared with kcmp(KCMP_VM) when it
-// is the caller's parent (a fork child keeps its parent's layout until it
-// execs, without sharing its memory) or the trusted init; any other is
-// taken as a peer. New sharers can only be made by tasks already sharing
+// process with the same layout is then compared with kcmp(KCMP_VM) (a fork
+// child keeps its parent's layout until it execs, without sharing its
+// memory: a shell's & subshells, make -j): a separate copy is no peer, nor
+// the parent when it is the trusted init; any other, or one that cannot be
+// compared (its host pid not found, an error), is taken as a peer. New sharers can only be made by tasks already sharing
 // the memory; the one way to hide one from the listing, a pid number
 // wrapping around behind it, is caught by ns_last_pid going down.
 func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
