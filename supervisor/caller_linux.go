@@ -54,6 +54,12 @@ type sandboxView struct {
 	rootMu sync.RWMutex
 	rootFD int  // guarded by rootMu: the sandbox's root (O_PATH), or -1
 	closed bool // guarded by rootMu
+
+	// hosts is the last map of the sandbox's pids to the host's that
+	// strict mode's memoryPeer walked (guarded by hostMu), kept so that a
+	// decision walks the tree only when a candidate is missing from it.
+	hostMu sync.Mutex
+	hosts  *hostPids
 }
 
 func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid, rootFD: -1} }

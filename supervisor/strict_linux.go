@@ -145,7 +145,10 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 	if err1 != nil || err2 != nil {
 		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error(), false
 	}
-	var hosts *hostPids // built at the first candidate, once per pass
+	var (
+		hosts *hostPids // taken at the first candidate
+		fresh bool      // hosts was walked in this decision
+	)
 	for _, p := range pids {
 		if p == st.NSTgid {
 			continue
@@ -172,9 +175,16 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 		// cousin that has not exec'd yet (every & of a shell), or a vfork
 		// sharer. kcmp tells them apart, given its pid on the host.
 		if hosts == nil {
-			hosts = sandboxHostPids(pid)
+			hosts, fresh = v.hostPids(pid, nil)
 		}
-		if hosts.distinctMemory(pid, p, l.StartTime) {
+		distinct, identified := hosts.distinctMemory(pid, p, l.StartTime)
+		if !identified && !fresh {
+			// Not in the map kept from an earlier decision (born since,
+			// or its pid reused): walk the tree again, once.
+			hosts, fresh = v.hostPids(pid, hosts)
+			distinct, _ = hosts.distinctMemory(pid, p, l.StartTime)
+		}
+		if distinct {
 			continue
 		}
 		if now, err := readStatAt(procDir, p); err != nil || now.StartTime != l.StartTime || now.State == 'Z' || now.State == 'X' {
@@ -253,6 +263,28 @@ func sandboxHostPids(caller int) *hostPids {
 	return &hostPids{ns: m}
 }
 
+// hostPids returns the sandbox's pid map kept from an earlier decision
+// (fresh false), or walks the tree (fresh true) when there is none or the
+// kept one is stale, and keeps the result. A kept map is only a guess:
+// distinctMemory checks every pid it gives.
+func (v *sandboxView) hostPids(caller int, stale *hostPids) (h *hostPids, fresh bool) {
+	v.hostMu.Lock()
+	if v.hosts != nil && v.hosts != stale {
+		h = v.hosts
+	}
+	v.hostMu.Unlock()
+	if h != nil {
+		return h, false
+	}
+	h = sandboxHostPids(caller)
+	if h.err == nil {
+		v.hostMu.Lock()
+		v.hosts = h
+		v.hostMu.Unlock()
+	}
+	return h, true
+}
+
 // pidNS names the pid namespace at path (an ns/pid link).
 func pidNS(path string) ([2]uint64, error) {
 	var st unix.Stat_t
@@ -266,16 +298,17 @@ func pidNS(path string) ([2]uint64, error) {
 // start (its stat in the sandbox's proc), is proven by kcmp(KCMP_VM) not to
 // share caller's address space. Its host pid must name the same process
 // (sandbox pid and start time) before and after kcmp, so a pid reused
-// meanwhile is not compared in its place; anything else is false.
-func (h *hostPids) distinctMemory(caller, p int, start uint64) bool {
+// meanwhile is not compared in its place; anything else is not proof.
+// identified says p's host pid was found and named p before kcmp.
+func (h *hostPids) distinctMemory(caller, p int, start uint64) (distinct, identified bool) {
 	if h.err != nil {
-		return false
+		return false, false
 	}
 	hp := p
 	if !h.same {
 		var ok bool
 		if hp, ok = h.ns[p]; !ok {
-			return false
+			return false, false
 		}
 	}
 	same := func() bool {
@@ -284,10 +317,10 @@ func (h *hostPids) distinctMemory(caller, p int, start uint64) bool {
 		return err1 == nil && err2 == nil && st.NSTgid == p && s.StartTime == start
 	}
 	if !same() {
-		return false
+		return false, false
 	}
 	shared, err := kcmpEqual(caller, hp, kcmpVM)
-	return err == nil && !shared && same()
+	return err == nil && !shared && same(), true
 }
 
 // readStatAt reads PID/stat below the proc directory dir.

@@ -131,8 +131,13 @@ func TestDistinctMemoryIdentity(t *testing.T) {
 	sb, err := proc.ReadStat(b)
 	require.NoError(t, err)
 	h := &hostPids{same: true}
-	require.True(t, h.distinctMemory(a, b, sb.StartTime), "the control: b, listed, is a copy")
-	require.False(t, h.distinctMemory(a, b, sb.StartTime+1), "another process under b's pid")
-	require.False(t, h.distinctMemory(a, 1<<22+7, sb.StartTime), "a pid that is gone")
-	require.False(t, (&hostPids{ns: map[int]int{}}).distinctMemory(a, b, sb.StartTime), "a pid the walk did not find")
+	distinct := func(h *hostPids, p int, start uint64) bool {
+		d, _ := h.distinctMemory(a, p, start)
+		return d
+	}
+	require.True(t, distinct(h, b, sb.StartTime), "the control: b, listed, is a copy")
+	require.False(t, distinct(h, b, sb.StartTime+1), "another process under b's pid")
+	require.False(t, distinct(h, 1<<22+7, sb.StartTime), "a pid that is gone")
+	require.False(t, distinct(&hostPids{ns: map[int]int{}}, b, sb.StartTime), "a pid the walk did not find")
+	require.False(t, distinct(&hostPids{ns: map[int]int{b: a}}, b, sb.StartTime), "a stale map naming another process")
 }
