@@ -296,10 +296,11 @@ func pidNS(path string) ([2]uint64, error) {
 
 // distinctMemory reports whether the sandbox's process p, which started at
 // start (its stat in the sandbox's proc), is proven by kcmp(KCMP_VM) not to
-// share caller's address space. Its host pid must name the same process
-// (sandbox pid and start time) before and after kcmp, so a pid reused
-// meanwhile is not compared in its place; anything else is not proof.
-// identified says p's host pid was found and named p before kcmp.
+// share caller's address space. After kcmp its host pid must still name p
+// (its NStgid) and the same start time: that process held the pid since
+// it started, before the listing, so kcmp looked at it and not at a
+// process reusing the pid or one a stale map names. identified says that
+// it did.
 func (h *hostPids) distinctMemory(caller, p int, start uint64) (distinct, identified bool) {
 	if h.err != nil {
 		return false, false
@@ -311,16 +312,13 @@ func (h *hostPids) distinctMemory(caller, p int, start uint64) (distinct, identi
 			return false, false
 		}
 	}
-	same := func() bool {
-		st, err1 := proc.ReadStatus(hp)
-		s, err2 := proc.ReadStat(hp)
-		return err1 == nil && err2 == nil && st.NSTgid == p && s.StartTime == start
-	}
-	if !same() {
+	shared, err := kcmpEqual(caller, hp, kcmpVM)
+	st, err1 := proc.ReadStatus(hp)
+	s, err2 := proc.ReadStat(hp)
+	if err1 != nil || err2 != nil || st.NSTgid != p || s.StartTime != start {
 		return false, false
 	}
-	shared, err := kcmpEqual(caller, hp, kcmpVM)
-	return err == nil && !shared && same(), true
+	return err == nil && !shared, true
 }
 
 // readStatAt reads PID/stat below the proc directory dir.
