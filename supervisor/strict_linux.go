@@ -154,8 +154,26 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 			continue
 		}
 		l, err := readStatAt(procDir, p)
-		if err != nil || l.Layout != self.Layout {
-			continue // gone, or another address space
+		if err != nil {
+			continue // gone
+		}
+		if l.State == 'Z' || l.State == 'X' || l.Layout == ([10]uint64{}) {
+			// A thread group whose main thread exited is listed under it,
+			// and its stat and kcmp then describe that thread, which has
+			// no memory: the group's live threads (any memory, the
+			// caller's included) cannot be told apart. Only a group with
+			// no live thread left is past sharing anything.
+			b, err := readAt(procDir, strconv.Itoa(p)+"/status")
+			if err != nil {
+				continue // gone
+			}
+			if n := proc.ParseStatus(b).Threads; n != 1 {
+				return fmt.Sprintf("process %d of the sandbox runs %d threads without its main thread: their memory cannot be compared with the caller's", p, n-1), false
+			}
+			continue
+		}
+		if l.Layout != self.Layout {
+			continue // another address space
 		}
 		if p == self.PPid {
 			// Its parent: forked from it (a copy of its memory), vforked

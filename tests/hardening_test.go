@@ -417,3 +417,26 @@ func TestHardAsyncIOFlip(t *testing.T) {
 		})
 	}
 }
+
+// TestHardLeaderlessThreadGroup: a process whose main thread exited keeps
+// two threads, one flipping "pusx" to "push" in an argv, one vforking
+// children that exec echo with it. The group is listed under its exited
+// main thread, whose stat and kcmp describe no memory, so strict mode took
+// it for another address space. Before: "push" ran (88 of 2,000 as a user,
+// found by the red team of the memory-peer check).
+func TestHardLeaderlessThreadGroup(t *testing.T) {
+	requireSeccompNotify(t)
+	bin, err := os.MkdirTemp("/var/tmp", "cordon-leaderless-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(bin) })
+	prog := buildC(t, bin, "leaderless.c", "leaderless")
+	for _, verify := range []string{"strict", "auto"} {
+		t.Run(verify, func(t *testing.T) {
+			r := runCordon(t, runOpts{dir: t.TempDir(), timeout: 90 * time.Second}, "--verify", verify, "--deny", "echo push", "--",
+				prog, "/bin/echo", "300")
+			require.Equal(t, 0, r.code, "stderr: %s", tail(r.stderr, 2000))
+			assert.Contains(t, r.stdout, "summary n=300")
+			assert.Zero(t, strings.Count(r.stdout, "push\n"), "the denied argv ran")
+		})
+	}
+}
