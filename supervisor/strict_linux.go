@@ -163,16 +163,16 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 			// no memory: the group's live threads (any memory, the
 			// caller's included) cannot be told apart. Only a group with
 			// no live thread left is past sharing anything.
-			// The kernel prints no Threads line once the task's signal
-			// handlers are detached (fs/proc/array.c task_state under
-			// lock_task_sighand): a leader is released only after its
-			// group's last thread, so that too means none is left.
+			// Threads counts the zombie leader itself until it is
+			// released (then 0, or no line once its signal handlers are
+			// detached: fs/proc/array.c task_state): 2 or more means
+			// live threads.
 			b, err := readAt(procDir, strconv.Itoa(p)+"/status")
 			if err != nil {
 				continue // gone
 			}
 			n := proc.ParseStatus(b).Threads
-			if n == 1 || n == -1 {
+			if n <= 1 {
 				continue
 			}
 			return fmt.Sprintf("process %d of the sandbox runs %d threads without its main thread: their memory cannot be compared with the caller's", p, n-1), false
