@@ -362,3 +362,75 @@ os.execv(%q, ["curl", "-sS", "-m", "10", "--noproxy", "", "-x", "http://127.0.0.
 	assert.NotContains(t, r.stdout, "path=/spoof", "curl counted as git after a failed exec of git")
 	assert.Contains(t, r.stderr, "cordon: denied: connect "+allowed+" by curl")
 }
+
+// TestNetFilterForSpoofBySharedPort (red team of the landlock tier's
+// network, both tiers): the kernel lets one local port of the sandbox serve
+// a connection to each of the proxy's two listeners. git holds a
+// connection to the HTTP listener; the workload walks its own connects to
+// the SOCKS listener until one gets git's local port, then asks for a host
+// only git may reach. The proxy looked the socket up by the client's
+// address across both listeners and took it for git's.
+func TestNetFilterForSpoofBySharedPort(t *testing.T) {
+	requireSeccompNotify(t)
+	py := requireTool(t, "python3")
+	requireTool(t, "git")
+	dir := t.TempDir()
+	s := startNetServers(t, dir)
+	hang, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { hang.Close() })
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open: git waits
+		}
+	}()
+	hangPort := hang.Addr().(*net.TCPAddr).Port
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(pol, []byte(fmt.Sprintf(
+		"network:\n  rules:\n    - allow: \"127.0.0.1:%d\"\n      for: git\n    - allow: \"127.0.0.1:%d\"\n      for: git\n",
+		hangPort, s.httpPort)), 0o644))
+	spoof := writeScript(t, dir, "shared.py", fmt.Sprintf(`import os, socket, struct, subprocess, time
+# no_proxy names 127.0.0.1 inside: cleared, so git goes through the proxy
+env = dict(os.environ, no_proxy="", NO_PROXY="")
+git = subprocess.Popen(["git", "ls-remote", "http://127.0.0.1:%[1]d/r"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+port = None
+for _ in range(500):
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if f[2].endswith(":0C38") and f[3] == "01":
+            port = int(f[1].split(":")[1], 16)
+    if port:
+        break
+    time.sleep(0.01)
+print("git port found:", bool(port))
+s = None
+for _ in range(60000):
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.connect(("127.0.0.1", 1080))
+    if c.getsockname()[1] == port:
+        s = c
+        break
+    c.close()
+print("collided:", s is not None)
+if s is not None:
+    s.settimeout(10)
+    s.sendall(b"\x05\x01\x00"); s.recv(2)
+    s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", %[2]d))
+    rep = s.recv(10)
+    print("socks reply:", rep[1])
+    if rep[1] == 0:
+        s.sendall(b"GET /shared HTTP/1.0\r\nHost: x\r\n\r\n")
+        print(s.recv(4000).decode(errors="replace"))
+git.kill()
+`, hangPort, s.httpPort))
+	r := runCordon(t, runOpts{dir: dir, timeout: 120 * time.Second}, "--policy", pol, "--", py, spoof)
+	require.Contains(t, r.stdout, "git port found: True", "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, "collided: True", "the attack did not share git's port: stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "socks reply: 2", "stderr: %s", r.stderr)
+	assert.NotContains(t, r.stdout, "path=/shared", "a process that is not git used a for: git rule")
+}
