@@ -18,10 +18,18 @@ import (
 type judge struct {
 	pol   *policy.Policy
 	files *files
+	rec   *recordingFiles // what pol is bound to: files, recording for memo
+	memo  *decisionMemo
 }
 
 func newJudge(pol *policy.Policy, fs *files) judge {
-	return judge{pol: pol.WithFiles(fs), files: fs}
+	rec := &recordingFiles{files: fs}
+	return judge{pol: pol.WithFiles(rec), files: fs, rec: rec, memo: newDecisionMemo()}
+}
+
+// policyDecide is pol.Decide through the judge's memo (see decisionMemo).
+func (j judge) policyDecide(e *policy.Exec) policy.Result {
+	return j.memo.decide(j.pol, j.rec, e)
 }
 
 // decide decides d.Exec (Argv and Path as the caller passed them), whose file
@@ -48,7 +56,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 	d.image, d.imageKnown = tgt.id, true
 	d.Interpreter, d.Expect = nil, nil
 	j.files.setCurrent(tgt)
-	d.Result = j.pol.Decide(&d.Exec)
+	d.Result = j.policyDecide(&d.Exec)
 	j.files.setCurrent(nil)
 
 	if tgt.mapped {
@@ -99,7 +107,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 		}
 		e := policy.Exec{Argv: next, Path: interp, Resolved: it.path, File: it.id, Known: true, Writable: it.writable}
 		j.files.setCurrent(&it)
-		r := j.pol.Decide(&e)
+		r := j.policyDecide(&e)
 		j.files.setCurrent(nil)
 		if r.Decision > d.Result.Decision {
 			d.Result = r

@@ -1,0 +1,168 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-sandbox/cordon/policy"
+)
+
+// statExec is the Exec the supervisor makes for path (its whole FileID),
+// made the judge's current target as judge.decide does (Digest reads the
+// exec's own file through it).
+func statExec(t *testing.T, j judge, path string, argv ...string) policy.Exec {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	id, _, err := fstatID(fd)
+	require.NoError(t, err)
+	j.files.setCurrent(&target{fd: fd, id: id, path: path})
+	return policy.Exec{Argv: argv, Path: path, Resolved: path, Known: true, File: id}
+}
+
+// memoJudge is a judge over the host's root with PATH dir and one rule,
+// deny "prog push", counting the decisions its memo did not answer.
+func memoJudge(t *testing.T, dir string) (judge, *int) {
+	t.Helper()
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow,
+		Rules: []policy.Rule{{Decision: policy.Deny, Pattern: "prog push"}}})
+	require.NoError(t, err)
+	j := newJudge(pol, newFiles(newSandboxView(0), dir))
+	misses := new(int)
+	j.memo.onMiss = func() { *misses++ }
+	return j, misses
+}
+
+// The memo answers the same exec again without the policy, and anything
+// Decide reads that differs is another decision: the file replaced,
+// rewritten in place with its mtime restored, renamed, reached as writable,
+// other arguments. Each case would be decided wrongly from a stale entry:
+// the copy of prog must be denied, the harmless file allowed.
+func TestDecisionMemoCannotGoStale(t *testing.T) {
+	bin, work := t.TempDir(), t.TempDir()
+	progContent := []byte("#!/bin/sh\n# the program the rule names\n")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "prog"), progContent, 0o755))
+	harmless := []byte("#!/bin/sh\n# something else, so long!!!\n")
+	require.Len(t, harmless, len(progContent)) // same size: only the digest tells them apart
+	x := filepath.Join(work, "x")
+	require.NoError(t, os.WriteFile(x, harmless, 0o755))
+
+	j, misses := memoJudge(t, bin)
+	decide := func(e policy.Exec) policy.Decision { return j.policyDecide(&e).Decision }
+
+	e := statExec(t, j, x, "x", "push")
+	assert.Equal(t, policy.Allow, decide(e))
+	assert.Equal(t, policy.Allow, decide(e))
+	assert.Equal(t, 1, *misses, "the same exec again is answered by the memo")
+
+	// Other arguments: another key.
+	assert.Equal(t, policy.Allow, decide(statExec(t, j, x, "x", "pull")))
+	assert.Equal(t, 2, *misses)
+
+	// Rewritten in place with prog's bytes, mtime set back: same inode,
+	// size and mtime, but ctime moved, so the copy is recognised.
+	old := e.File
+	require.NoError(t, os.WriteFile(x, progContent, 0o755))
+	require.NoError(t, os.Chtimes(x, time.Unix(0, old.MtimeNs), time.Unix(0, old.MtimeNs)))
+	e2 := statExec(t, j, x, "x", "push")
+	require.Equal(t, []any{old.Dev, old.Ino, old.Size, old.MtimeNs}, []any{e2.File.Dev, e2.File.Ino, e2.File.Size, e2.File.MtimeNs})
+	require.NotEqual(t, old.CtimeNs, e2.File.CtimeNs)
+	assert.Equal(t, policy.Deny, decide(e2), "a rewritten file must not get its old answer")
+
+	// Replaced by a new file (new inode) at the same path: harmless again.
+	require.NoError(t, os.Remove(x))
+	require.NoError(t, os.WriteFile(x, harmless, 0o755))
+	assert.Equal(t, policy.Allow, decide(statExec(t, j, x, "x", "push")))
+
+	// Renamed: another Resolved, decided again (the same answer here).
+	y := filepath.Join(work, "y")
+	require.NoError(t, os.Rename(x, y))
+	before := *misses
+	assert.Equal(t, policy.Allow, decide(statExec(t, j, y, "y", "push")))
+	assert.Equal(t, before+1, *misses)
+
+	// Writable is part of the key (--deny-writable-exec reads it).
+	w := statExec(t, j, y, "y", "push")
+	w.Writable = true
+	before = *misses
+	decide(w)
+	assert.Equal(t, before+1, *misses)
+
+	// [""] and [] are different argv.
+	before = *misses
+	decide(statExec(t, j, y))
+	decide(statExec(t, j, y, ""))
+	assert.Equal(t, before+2, *misses)
+}
+
+// An entry lives no longer than the oldest Lookup answer its decision
+// used, not lookupTTL from when it was made: a copy of prog installed on
+// the PATH is recognised as soon as the answers that did not have it
+// expire, as without the memo.
+func TestDecisionMemoExpiresWithLookups(t *testing.T) {
+	bin, work := t.TempDir(), t.TempDir()
+	content := []byte("#!/bin/sh\n# prog\n")
+	x := filepath.Join(work, "x")
+	require.NoError(t, os.WriteFile(x, content, 0o755))
+	j, misses := memoJudge(t, bin)
+	// age moves time on by d: everything recorded so far (Lookup's answers
+	// and listings, the memo's entries) becomes d older.
+	age := func(d time.Duration) {
+		j.files.mu.Lock()
+		for k, v := range j.files.lookups {
+			v.at = v.at.Add(-d)
+			j.files.lookups[k] = v
+		}
+		for _, l := range j.files.lists {
+			l.at = l.at.Add(-d)
+		}
+		j.files.mu.Unlock()
+		for k, v := range j.memo.entries {
+			v.expires = v.expires.Add(-d)
+			j.memo.entries[k] = v
+		}
+	}
+	// The answers are 20 s old when the decision is made.
+	j.files.Lookup("prog")
+	age(20 * time.Second)
+	e := statExec(t, j, x, "x", "push")
+	assert.Equal(t, policy.Allow, j.policyDecide(&e).Decision)
+
+	// x becomes a renamed copy of prog (x itself unchanged).
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "prog"), content, 0o755))
+	assert.Equal(t, policy.Allow, j.policyDecide(&e).Decision, "the answers without prog still hold")
+	require.Equal(t, 1, *misses)
+
+	// 11 s later the answers have expired, though the entry is 11 s old.
+	age(11 * time.Second)
+	assert.Equal(t, policy.Deny, j.policyDecide(&e).Decision, "an entry must not outlive its answers")
+	assert.Equal(t, 2, *misses)
+}
+
+// Decisions that used what no snapshot answers are not remembered: the
+// program a dynamic loader is asked to run is resolved from the caller's
+// working directory.
+func TestDecisionMemoSkipsResolve(t *testing.T) {
+	j, misses := memoJudge(t, t.TempDir())
+	rec := j.rec
+	rec.start(time.Now())
+	_, _ = rec.Resolve("./anything")
+	_, ok := rec.stop()
+	assert.False(t, ok, "a decision that resolved a path must not be remembered")
+
+	// A Lookup that could not answer (nothing cached) is not remembered
+	// either.
+	rec.start(time.Now())
+	rec.files.rootPid = 1 << 30 // no such process: Lookup has no answer
+	assert.Nil(t, rec.Lookup("prog"))
+	_, ok = rec.stop()
+	assert.False(t, ok)
+	assert.Zero(t, *misses)
+}
