@@ -34,7 +34,9 @@ import (
 //     decision that used Resolve (the program a dynamic loader is asked to
 //     run, resolved from the caller's working directory), a Lookup that
 //     failed without an answer (the sandbox's root not there: nothing was
-//     cached) or a Digest that failed is decided again next time.
+//     cached), a Digest that failed, or a Digest of a file the sandbox can
+//     write (its content can change with no new ctime: see Digest) is
+//     decided again next time.
 //
 // A memo belongs to one judge (one goroutine): no lock.
 type decisionMemo struct {
@@ -135,10 +137,16 @@ func (r *recordingFiles) Lookup(name string) []policy.FileID {
 	return ids
 }
 
-// Digest implements policy.Files.
+// Digest implements policy.Files. A decision that read the content of a
+// file the sandbox can write is not remembered: stores through a shared
+// writable mapping change such a file without a new ctime (Digest does not
+// cache those either), so the key could not tell the new content from the
+// old. A decision that read no content (sizes differ, the name or the
+// inode settled it) holds whatever the content becomes: a mapping cannot
+// change the size.
 func (r *recordingFiles) Digest(id policy.FileID) ([32]byte, bool) {
 	sum, ok := r.files.Digest(id)
-	if !ok && r.on {
+	if r.on && (!ok || r.files.sandbox.writableDevice(id.Dev)) {
 		r.volatile = true
 	}
 	return sum, ok

@@ -35,6 +35,15 @@ func memoJudge(t *testing.T, dir string) (judge, *int) {
 		Rules: []policy.Rule{{Decision: policy.Deny, Pattern: "prog push"}}})
 	require.NoError(t, err)
 	j := newJudge(pol, newFiles(newSandboxView(0), dir))
+	// The test's files are on a device the sandbox could not write (as
+	// /usr often is): their content can change only with a new ctime, so
+	// decisions that read it are remembered.
+	v := j.files.sandbox
+	v.init()
+	require.NoError(t, v.err)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(os.TempDir(), &st))
+	v.devState[st.Dev] = false
 	misses := new(int)
 	j.memo.onMiss = func() { *misses++ }
 	return j, misses
@@ -93,6 +102,22 @@ func TestDecisionMemoCannotGoStale(t *testing.T) {
 	w.Writable = true
 	before = *misses
 	decide(w)
+	assert.Equal(t, before+1, *misses)
+
+	// On a device the sandbox can write, a decision that read the content
+	// is not remembered (a shared mapping rewrites without a new ctime);
+	// one that did not (another size) is.
+	v := j.files.sandbox
+	v.devState[e.File.Dev] = true
+	before = *misses
+	decide(statExec(t, j, y, "y", "push", "-v")) // y has prog's size: digested
+	decide(statExec(t, j, y, "y", "push", "-v"))
+	assert.Equal(t, before+2, *misses)
+	small := filepath.Join(work, "small")
+	require.NoError(t, os.WriteFile(small, []byte("#!/bin/sh\n"), 0o755))
+	before = *misses
+	decide(statExec(t, j, small, "small", "push"))
+	decide(statExec(t, j, small, "small", "push"))
 	assert.Equal(t, before+1, *misses)
 
 	// [""] and [] are different argv.

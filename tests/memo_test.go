@@ -43,3 +43,46 @@ exit 0`
 	assert.NotContains(t, r.stdout, "y-first=126", "the changed copy is not git and must not be denied")
 	assert.Equal(t, 4, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
 }
+
+// TestDecisionMemoSharedMappingRewrite rewrites an allowed program into
+// git through a shared writable mapping whose pages were already written
+// (stores then change the file with no new ctime), between two runs of
+// the same name and arguments: the second must be recognised as git. A
+// decision that read the content of a file the sandbox can write must not
+// be remembered.
+func TestDecisionMemoSharedMappingRewrite(t *testing.T) {
+	requireSeccompNotify(t)
+	git := requireTool(t, "git")
+	requireTool(t, "python3")
+	script := `
+import mmap, os, subprocess, sys
+g = open(sys.argv[1], "rb").read()
+other = bytearray(g); other[-1] ^= 1          # git's size, not git
+with open("x", "wb") as f: f.write(other)
+os.chmod("x", 0o755)
+fd = os.open("x", os.O_RDWR)
+m = mmap.mmap(fd, len(g), mmap.MAP_SHARED)
+m[:] = bytes(other)                           # every page written once: no more write faults
+def run(tag):
+    try:
+        subprocess.run(["./x", "push"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(tag, "ran")
+    except OSError as e:
+        print(tag, e.errno)
+    sys.stdout.flush()
+run("first")                                  # decided (and ETXTBSY: mapped for writing)
+c1 = os.stat("x").st_ctime_ns
+m[-1] ^= 1                                    # now git, through the mapping
+m.close(); os.close(fd)
+print("ctime-unchanged", os.stat("x").st_ctime_ns == c1, "is-git", open("x", "rb").read() == g)
+run("second")
+`
+	r := cordon(t, "--deny", "git push", "--", "python3", "-c", script, git)
+	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "is-git True")
+	if !strings.Contains(r.stdout, "ctime-unchanged True") {
+		t.Logf("the kernel gave the file a new ctime (the memo's key alone would have caught it): %s", r.stdout)
+	}
+	assert.Contains(t, r.stdout, "second 1\n", "git push must be denied (EPERM): %s\n%s", r.stdout, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
+}
