@@ -611,9 +611,12 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 	dir := "/proc/" + strconv.Itoa(pid)
 	d := Verdict{root: -1}
 	deny := policy.Result{Decision: policy.Deny}
-	raw, err := proc.ReadFile(dir+"/cmdline", nil)
-	if err != nil {
-		return false, d
+	raw, ok := stackArgv(pid)
+	if !ok {
+		var err error
+		if raw, err = proc.ReadFile(dir+"/cmdline", nil); err != nil {
+			return false, d
+		}
 	}
 	exeFD, err := unix.Open(dir+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
