@@ -1,23 +1,29 @@
 package supervisor
 
 import (
-	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
-// foreignAfterCheck makes every caller's root foreign from the check's end
-// on: the sandbox view's root directory is swapped for an identity no
-// directory has, as if the caller had moved to another root between the
-// check and what follows it. Nothing in a sandbox can do that (see
-// sandboxView); the proofs that follow the check must catch it anyway.
+// foreignAfterCheck makes every caller's root foreign from the end of the
+// check of an exec of /bin/true on: the sandbox view's root directory is
+// swapped for an identity no directory has, as if the caller had moved to
+// another root between the check and what follows it. Nothing in a
+// sandbox can do that (see sandboxView); the proofs that follow the check
+// must catch it anyway.
 func foreignAfterCheck(t *testing.T) {
 	t.Helper()
-	testHookChecked = func(s *Supervisor) {
+	testHookChecked = func(s *Supervisor, d *Verdict) {
+		if argv0(d.Exec.Argv) != "/bin/true" {
+			return
+		}
 		s.sandbox.rootMu.Lock()
 		s.sandbox.root = [2]uint64{^uint64(0), ^uint64(0)}
 		s.sandbox.rootMu.Unlock()
@@ -72,45 +78,76 @@ func TestForeignRootKilledAtExecEvent(t *testing.T) {
 
 // TestForeignRootRefusedWithoutExecEvent: every way an exec can be let run
 // without an exec event proves the caller's root before the answer: strict
-// mode, and a caller ptrace cannot attach to (Yama, or already traced by
-// a tracer outside the sandbox: nothing inside may call ptrace, so the
-// failed attach is a test hook), which auto mode sends down strict mode's
-// path. The foreign
-// root is the refusal's reason: without the proof, strict mode would have
-// refused for its own reasons (or let it run on a read-only root).
+// mode (at the check), and a caller ptrace cannot attach to (Yama, or
+// already traced by a tracer outside the sandbox: nothing inside may call
+// ptrace, so the failed attach is a test hook), which auto mode sends down
+// strict mode's path.
 func TestForeignRootRefusedWithoutExecEvent(t *testing.T) {
 	requireSeccompNotify(t)
 	testcap.RequirePtrace(t)
-	for _, tc := range []struct {
-		name     string
-		opts     Options
-		noAttach bool
-	}{
-		{name: "strict mode", opts: Options{Verify: VerifyStrict}},
-		{name: "no attach", opts: Options{}, noAttach: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, fd := startExecClient(t)
-			r := startSupervisor(t, fd, denyFalse(t), tc.opts)
-			if tc.opts.Verify == VerifyStrict {
-				// With no tracer, the check proves the root itself:
-				// swap before it.
-				r.s.sandbox.init()
-				r.s.sandbox.rootMu.Lock()
-				r.s.sandbox.root = [2]uint64{^uint64(0), ^uint64(0)}
-				r.s.sandbox.rootMu.Unlock()
-			} else {
-				foreignAfterCheck(t)
-			}
-			if tc.noAttach {
-				testHookAttach = func() error { return fmt.Errorf("%w: test", errAttach) }
-				t.Cleanup(func() { testHookAttach = nil })
-			}
-			res := run(t, c, "/bin/true", "x")
-			assertErrno(t, unix.EPERM, res, "exec from a foreign root")
-			d := foreignVerdict(t, r, "/bin/true x")
-			assert.Equal(t, unix.EPERM, d.Errno)
-			assert.True(t, strings.HasPrefix(d.DenialLine(), "cordon: denied: /bin/true x"), d.DenialLine())
+
+	t.Run("strict mode", func(t *testing.T) {
+		c, fd := startExecClient(t)
+		r := startSupervisor(t, fd, denyFalse(t), Options{Verify: VerifyStrict})
+		// With no tracer, the check proves the root itself: swap before it.
+		r.s.sandbox.init()
+		r.s.sandbox.rootMu.Lock()
+		r.s.sandbox.root = [2]uint64{^uint64(0), ^uint64(0)}
+		r.s.sandbox.rootMu.Unlock()
+		assertErrno(t, unix.EPERM, run(t, c, "/bin/true", "x"), "exec from a foreign root")
+		d := foreignVerdict(t, r, "/bin/true x")
+		assert.Equal(t, unix.EPERM, d.Errno)
+		assert.True(t, strings.HasPrefix(d.DenialLine(), "cordon: denied: /bin/true x"), d.DenialLine())
+	})
+
+	// An ask is proven before the person is asked: nobody is asked about
+	// an exec whose caller the exec event would kill.
+	t.Run("ask", func(t *testing.T) {
+		pol, err := policy.Compile(policy.Config{
+			Default: policy.Allow,
+			Rules:   []policy.Rule{{Decision: policy.Ask, Pattern: "true"}},
 		})
-	}
+		require.NoError(t, err)
+		c, fd := startExecClient(t)
+		asked := 0 // written by Run's goroutine, read after Run returned
+		r := startSupervisor(t, fd, pol, Options{Ask: func(*Verdict) bool { asked++; return true }})
+		if r.s.sandbox.heldRoot() < 0 {
+			testcap.SkipOrFail(t, "the kernel reports no unique mount ids (Linux 6.8+): every check proves the root itself")
+		}
+		// The check resolves in the held root whatever the view's
+		// identity says; only the proofs read it.
+		r.s.sandbox.rootMu.Lock()
+		r.s.sandbox.root = [2]uint64{^uint64(0), ^uint64(0)}
+		r.s.sandbox.rootMu.Unlock()
+		assertErrno(t, unix.EPERM, run(t, c, "/bin/true", "x"), "asked exec from a foreign root")
+		d := foreignVerdict(t, r, "/bin/true x")
+		assert.Equal(t, unix.EPERM, d.Errno)
+		r.s.Shutdown()
+		require.NoError(t, r.stopped(t, time.Second))
+		assert.Zero(t, asked, "the person was asked about a caller with a foreign root")
+	})
+
+	// The exec of /bin/true comes from a shell (its own memory, one
+	// thread: strict mode's memory proof passes), and its path is made to
+	// pass strict mode's read-only proof (a test fake: this host's root is
+	// writable), so only the root proof stands between it and running.
+	t.Run("no attach", func(t *testing.T) {
+		c, fd := startExecClient(t)
+		r := startSupervisor(t, fd, denyFalse(t), Options{})
+		foreignAfterCheck(t)
+		swap := testHookChecked
+		testHookChecked = func(s *Supervisor, d *Verdict) {
+			s.immutables.paths = map[string]bool{"/bin/true": true}
+			swap(s, d)
+		}
+		testHookNoAttach = func(d *Verdict) bool { return argv0(d.Exec.Argv) == "/bin/true" }
+		t.Cleanup(func() { testHookNoAttach = nil })
+		res := run(t, c, "/bin/sh", "-c", "exec /bin/true x")
+		if assert.NotNil(t, res.Exit, "the shell ran") {
+			assert.NotEqual(t, 0, *res.Exit, "/bin/true ran from a foreign root")
+		}
+		d := foreignVerdict(t, r, "/bin/true x")
+		assert.Equal(t, unix.EPERM, d.Errno)
+		assert.True(t, strings.HasPrefix(d.DenialLine(), "cordon: denied: /bin/true x"), d.DenialLine())
+	})
 }

@@ -468,12 +468,12 @@ func (s *Supervisor) Close() error {
 
 // testHookChecked, when set (by tests only), runs between an exec's check
 // and its guard, on the receive loop's goroutine.
-var testHookChecked func(*Supervisor)
+var testHookChecked func(*Supervisor, *Verdict)
 
-// testHookAttach, when set (by tests only), stands for the tracer's attach
-// in guard: an error from it is an attach that failed (Yama, a tracer
-// outside the sandbox: nothing inside it may call ptrace).
-var testHookAttach func() error
+// testHookNoAttach, when set (by tests only), says which execs guard
+// treats as if the tracer's attach had failed (Yama, a tracer outside the
+// sandbox: nothing inside it may call ptrace).
+var testHookNoAttach func(*Verdict) bool
 
 // handle decides one notification and answers it.
 func (s *Supervisor) handle(n *seccomp.Notif) {
@@ -490,7 +490,7 @@ func (s *Supervisor) handle(n *seccomp.Notif) {
 	resp := seccomp.NotifResp{ID: n.ID}
 	errno := s.decide(n, &d)
 	if errno == 0 && testHookChecked != nil {
-		testHookChecked(s)
+		testHookChecked(s, &d)
 	}
 	if errno == 0 {
 		errno = s.guard(n, &d)
@@ -685,8 +685,8 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	pid := int(n.Pid)
 	if s.tracer != nil {
 		var err error
-		if testHookAttach != nil {
-			err = testHookAttach()
+		if testHookNoAttach != nil && testHookNoAttach(d) {
+			err = fmt.Errorf("%w: test hook", errAttach)
 		} else {
 			err = s.tracer.attach(pid, d)
 		}
