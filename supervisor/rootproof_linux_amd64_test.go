@@ -13,15 +13,16 @@ import (
 )
 
 // foreignAfterCheck makes every caller's root foreign from the end of the
-// check of an exec of /bin/true on: the sandbox view's root directory is
-// swapped for an identity no directory has, as if the caller had moved to
-// another root between the check and what follows it. Nothing in a
-// sandbox can do that (see sandboxView); the proofs that follow the check
-// must catch it anyway.
-func foreignAfterCheck(t *testing.T) {
+// check of an exec of argv (as FormatArgv writes it) on: the sandbox view's
+// root directory is swapped for an identity no directory has, as if the
+// caller had moved to another root between the check and what follows it.
+// Nothing in a sandbox can do that (see sandboxView); the proofs that
+// follow the check must catch it anyway. Call it before the supervisor
+// starts: the hook is read on its goroutine.
+func foreignAfterCheck(t *testing.T, argv string) {
 	t.Helper()
 	testHookChecked = func(s *Supervisor, d *Verdict) {
-		if argv0(d.Exec.Argv) != "/bin/true" {
+		if FormatArgv(d.Exec.Argv) != argv {
 			return
 		}
 		s.sandbox.rootMu.Lock()
@@ -59,13 +60,12 @@ func TestForeignRootKilledAtExecEvent(t *testing.T) {
 	requireSeccompNotify(t)
 	testcap.RequirePtrace(t)
 	c, fd := startExecClient(t)
+	foreignAfterCheck(t, "/bin/true after")
 	r := startSupervisor(t, fd, denyFalse(t), Options{})
 	if r.s.sandbox.heldRoot() < 0 {
 		testcap.SkipOrFail(t, "the kernel reports no unique mount ids (Linux 6.8+): every check proves the root itself")
 	}
 	assertExit(t, 0, run(t, c, "/bin/true", "before"), "an exec before the swap")
-
-	foreignAfterCheck(t)
 	res := run(t, c, "/bin/true", "after")
 	if assert.NotNil(t, res.Exit, "the exec was refused at the check (errno %v), not at its exec event", unix.Errno(res.Errno)) {
 		assert.Equal(t, -1, *res.Exit, "the caller must die of a signal at its exec event")
@@ -133,8 +133,7 @@ func TestForeignRootRefusedWithoutExecEvent(t *testing.T) {
 	// writable), so only the root proof stands between it and running.
 	t.Run("no attach", func(t *testing.T) {
 		c, fd := startExecClient(t)
-		r := startSupervisor(t, fd, denyFalse(t), Options{})
-		foreignAfterCheck(t)
+		foreignAfterCheck(t, "/bin/true x")
 		swap := testHookChecked
 		testHookChecked = func(s *Supervisor, d *Verdict) {
 			s.immutables.paths = map[string]bool{"/bin/true": true}
@@ -142,6 +141,7 @@ func TestForeignRootRefusedWithoutExecEvent(t *testing.T) {
 		}
 		testHookNoAttach = func(d *Verdict) bool { return argv0(d.Exec.Argv) == "/bin/true" }
 		t.Cleanup(func() { testHookNoAttach = nil })
+		r := startSupervisor(t, fd, denyFalse(t), Options{})
 		res := run(t, c, "/bin/sh", "-c", "exec /bin/true x")
 		if assert.NotNil(t, res.Exit, "the shell ran") {
 			assert.NotEqual(t, 0, *res.Exit, "/bin/true ran from a foreign root")
