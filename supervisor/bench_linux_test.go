@@ -5,10 +5,14 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/cordon-sandbox/cordon/policy"
 	"golang.org/x/sys/unix"
 )
@@ -363,5 +367,99 @@ func BenchmarkStrictSettle(b *testing.B) {
 				b.Fatal(why)
 			}
 		}
+	})
+}
+
+// BenchmarkExecEvent is the tracer's work at PTRACE_EVENT_EXEC on a fresh
+// process, as in a shell loop: every iteration starts /usr/bin/true under
+// PTRACE_TRACEME, stopped after its exec (no instruction run; a pid whose
+// /proc entries do not exist yet), and times only the event's work.
+// "argv cmdline" and "argv stack" read the kernel's argv (with the image's
+// open, which builds the pid's /proc entries either way); "decide full" is
+// the second judge, "decide fast" the check's decision kept
+// (tracer.unchanged); "root proof" the statx of /proc/PID/root, as the
+// notification made it, and as the event makes it, after its own reads.
+func BenchmarkExecEvent(b *testing.B) {
+	testcap.RequirePtrace(b)
+	pol, fs := benchPolicy(b)
+	tr := &tracer{judge: judge{pol: pol, files: fs}}
+	argv := []string{"/usr/bin/true", "x"}
+	self := os.Getpid()
+	tgt, errno := openTarget(self, rootOf(b), "/usr/bin/true")
+	if errno != 0 || tgt.fd < 0 {
+		b.Fatalf("openTarget: %v", errno)
+	}
+	checked := Verdict{Exec: policy.Exec{Argv: argv, Path: "/usr/bin/true"}, root: -1}
+	if errno := tr.judge.decide(self, rootOf(b), &tgt, "/usr/bin/true", &checked); errno != 0 || checked.Result.Decision != policy.Allow {
+		b.Fatalf("the check: %v %v", errno, checked.Result.Decision)
+	}
+	unix.Close(tgt.fd)
+	full := checked
+	full.Exec.Writable = !full.Exec.Writable // not unchanged: decided again in full
+
+	stopped := func(b *testing.B) *exec.Cmd {
+		cmd := &exec.Cmd{Path: "/usr/bin/true", Args: argv, Env: []string{"A=1"},
+			SysProcAttr: &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(cmd.Process.Pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+			b.Fatalf("wait for the exec stop: %v %v", err, ws)
+		}
+		return cmd
+	}
+	each := func(name string, work func(b *testing.B, pid int)) {
+		b.Run(name, func(b *testing.B) {
+			runtime.LockOSThread() // the child's tracer is the thread that started it
+			defer runtime.UnlockOSThread()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				cmd := stopped(b)
+				b.StartTimer()
+				work(b, cmd.Process.Pid)
+				b.StopTimer()
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				b.StartTimer()
+			}
+		})
+	}
+	openExe := func(b *testing.B, pid int) {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	each("argv cmdline", func(b *testing.B, pid int) {
+		if _, err := proc.ReadFile("/proc/"+strconv.Itoa(pid)+"/cmdline", nil); err != nil {
+			b.Fatal(err)
+		}
+		openExe(b, pid)
+	})
+	each("decide full", func(b *testing.B, pid int) {
+		if ok, _ := tr.decideImage(pid, &full, -1); !ok {
+			b.Fatal("refused")
+		}
+	})
+	each("decide fast", func(b *testing.B, pid int) {
+		if ok, _ := tr.decideImage(pid, &checked, -1); !ok {
+			b.Fatal("refused")
+		}
+	})
+	proof := func(b *testing.B, pid int) {
+		fd, err := fs.sandbox.openRoot(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+	}
+	each("root proof", proof) // at the notification: the pid's /proc entries are built here
+	each("root proof after the event's reads", func(b *testing.B, pid int) {
+		b.StopTimer()
+		openExe(b, pid)
+		b.StartTimer()
+		proof(b, pid)
 	})
 }

@@ -203,6 +203,34 @@ func (v *sandboxView) openRoot(pid int) (int, error) {
 	return fd, nil
 }
 
+// heldRoot returns a descriptor (O_PATH, the caller's to close) of the
+// sandbox's root as cordon holds it, with no proof about any caller: -1
+// when the kernel names no mount by a unique id (then there is no held
+// root, and every caller's own root is opened and proven by openRoot), or
+// after close.
+//
+// It is for an exec that will be verified at its exec event: the check
+// resolves the caller's paths in the sandbox's root, and the event proves
+// the caller's root (openRoot) before anything is decided there, killing
+// the task if the proof fails. Every other way out of the check must call
+// openRoot before it lets an exec run (see Supervisor.proveRoot).
+func (v *sandboxView) heldRoot() int {
+	v.init()
+	if v.err != nil {
+		return -1
+	}
+	v.rootMu.RLock()
+	defer v.rootMu.RUnlock()
+	if v.closed || v.rootMnt == 0 {
+		return -1
+	}
+	fd, err := unix.FcntlInt(uintptr(v.rootFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
 // openRootSlow opens proc's root and proves it the sandbox's by its mount
 // namespace and its device and inode: for kernels without unique mount ids
 // (before 6.8).

@@ -42,12 +42,15 @@ type Verdict struct {
 	Errno              syscall.Errno
 	pathAddr, argvAddr uint64 // where the caller keeps them, for strict mode
 	// called is the path the caller asked for, made absolute in its root
-	// (not cleaned); root is the caller's root directory (O_PATH), proven
-	// the sandbox's, while the notification is handled.
-	called  string
-	dirfd   int32
-	root    int
-	ptrSize int
+	// (not cleaned); root is the caller's root directory (O_PATH) while
+	// the notification is handled: proven the sandbox's when rootProven,
+	// else the sandbox's root as cordon holds it, for an exec whose
+	// caller's root is proven at its exec event (see Supervisor.decide).
+	called     string
+	dirfd      int32
+	root       int
+	rootProven bool
+	ptrSize    int
 	// image is the file the kernel is to map for this exec: the file
 	// named, or for a #! script its innermost interpreter. Verification at
 	// the exec event requires the new image to be this very file.
@@ -463,6 +466,15 @@ func (s *Supervisor) Close() error {
 	return errors.Join(err1, err2)
 }
 
+// testHookChecked, when set (by tests only), runs between an exec's check
+// and its guard, on the receive loop's goroutine.
+var testHookChecked func(*Supervisor, *Verdict)
+
+// testHookNoAttach, when set (by tests only), says which execs guard
+// treats as if the tracer's attach had failed (Yama, a tracer outside the
+// sandbox: nothing inside it may call ptrace).
+var testHookNoAttach func(*Verdict) bool
+
 // handle decides one notification and answers it.
 func (s *Supervisor) handle(n *seccomp.Notif) {
 	if c := s.creates[createKey{n.Data.Arch, n.Data.Nr}]; c != nil {
@@ -477,8 +489,19 @@ func (s *Supervisor) handle(n *seccomp.Notif) {
 	d := Verdict{Time: start, Pid: int(n.Pid), root: -1}
 	resp := seccomp.NotifResp{ID: n.ID}
 	errno := s.decide(n, &d)
+	if errno == 0 && testHookChecked != nil {
+		testHookChecked(s, &d)
+	}
 	if errno == 0 {
 		errno = s.guard(n, &d)
+	}
+	if errno == unix.EPERM && d.root >= 0 {
+		// A refusal names its reason: a caller whose root is not the
+		// sandbox's is refused as such, not by a rule that read its
+		// paths in the wrong root. Refusals are rare; the cost is fine.
+		if e := s.proveRoot(int(n.Pid), &d); e != 0 {
+			errno = e
+		}
 	}
 	if d.root >= 0 {
 		unix.Close(d.root)
@@ -546,19 +569,33 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		argv = []string{}
 	}
 	d.Exec = policy.Exec{Argv: argv, Path: path}
-	root, err := s.sandbox.openRoot(pid)
-	if err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-			return unix.ESRCH // the caller is gone; the answer goes nowhere
-		}
-		d.Result = policy.Result{Decision: policy.Deny}
-		d.Reason = reasonForeign
-		if !errors.Is(err, errForeign) {
-			d.Reason = reasonUnidentified + ": " + err.Error()
-		}
-		return unix.EPERM
+	// The caller's paths are resolved in its root, which must be the
+	// sandbox's. Proving it (openRoot: a statx of /proc/PID/root, which
+	// makes the kernel build that pid's proc entries) is a quarter of the
+	// decision's latency. With a tracer, an exec that is allowed is
+	// attached to and decided again at its exec event, where the proof is
+	// made before anything else (tracer.decideImage), and its process is
+	// killed if it fails, before an instruction of the new image runs;
+	// the check resolves its paths in the sandbox's root cordon holds. An
+	// exec that is let run without that event (strict mode, or no attach)
+	// is proven in guard, one asked about is proven before the person is
+	// asked, and a refusal is proven for its reason (handle). Answers
+	// that are errors the kernel would give (ENOENT for a shell probing
+	// its PATH) run nothing and go unproven. Nothing in the sandbox can
+	// change its root or namespace (see sandboxView), so all this is
+	// defence in depth.
+	root, proven := -1, false
+	if s.tracer != nil {
+		root = s.sandbox.heldRoot()
 	}
-	d.root = root // closed by handle, after guard
+	if root < 0 {
+		r, err := s.sandbox.openRoot(pid)
+		if err != nil {
+			return rootErrno(err, d)
+		}
+		root, proven = r, true
+	}
+	d.root, d.rootProven = root, proven // closed by handle, after guard
 	var tgt target
 	var errno syscall.Errno
 	if path == "" && call.flags&unix.AT_EMPTY_PATH != 0 {
@@ -588,11 +625,50 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	case policy.Allow:
 		return 0
 	case policy.Ask:
-		if s.opts.Ask != nil && s.opts.Ask(d) {
+		if s.opts.Ask == nil {
+			break
+		}
+		// Nobody is asked about an exec from a caller that would be
+		// killed at its exec event anyway.
+		if errno := s.proveRoot(pid, d); errno != 0 {
+			return errno
+		}
+		if s.opts.Ask(d) {
 			return 0
 		}
 	}
 	return unix.EPERM
+}
+
+// rootErrno is decide's answer when the caller's root could not be proven
+// the sandbox's (sandboxView.openRoot's error err): ESRCH when the caller
+// is gone, else a refusal saying why.
+func rootErrno(err error, d *Verdict) syscall.Errno {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return unix.ESRCH // the caller is gone; the answer goes nowhere
+	}
+	d.Result = policy.Result{Decision: policy.Deny}
+	d.Reason = reasonForeign
+	if !errors.Is(err, errForeign) {
+		d.Reason = reasonUnidentified + ": " + err.Error()
+	}
+	return unix.EPERM
+}
+
+// proveRoot proves the caller's root the sandbox's when decide resolved
+// its paths in the held root without a proof (see decide); d.root then
+// stays what it is: openRoot's answer is the same held root.
+func (s *Supervisor) proveRoot(pid int, d *Verdict) syscall.Errno {
+	if d.rootProven {
+		return 0
+	}
+	fd, err := s.sandbox.openRoot(pid)
+	if err != nil {
+		return rootErrno(err, d)
+	}
+	unix.Close(fd)
+	d.rootProven = true
+	return 0
 }
 
 // guard makes an allowed exec safe to continue: the caller is attached for
@@ -608,7 +684,12 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	pid := int(n.Pid)
 	if s.tracer != nil {
-		err := s.tracer.attach(pid, d)
+		var err error
+		if testHookNoAttach != nil && testHookNoAttach(d) {
+			err = fmt.Errorf("%w: test hook", errAttach)
+		} else {
+			err = s.tracer.attach(pid, d)
+		}
 		if err == nil {
 			d.held = s.tracer.embedded && leader(pid)
 			return 0
@@ -618,6 +699,10 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 			return unix.EPERM
 		}
 		s.log.Debug("ptrace verification not possible: strict mode for this exec", "pid", pid, "err", err)
+	}
+	// No exec event will prove the caller's root: prove it now.
+	if errno := s.proveRoot(pid, d); errno != 0 {
+		return errno
 	}
 	why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox, d.ptrSize == 4)
 	if why == "" && s.immutable(d) {

@@ -133,12 +133,14 @@ type tracee struct {
 	tid int     // the thread that called exec
 	d   Verdict // the check; its root field is never used (see root)
 	// root, when hasRoot, is a descriptor of the caller's root directory
-	// as proven at the check (sandboxView.openRoot), held for the exec
-	// event: the task is the same one (attached since the check), and it
-	// cannot have changed its root or mount namespace since, having run no
-	// instruction of its own in between (an exec that fails returns to it
-	// still attached, and its next exec is checked again, which replaces
-	// root). The exec event then needs no second proof.
+	// as proven at the check (sandboxView.openRoot's slow proof, with no
+	// held root to resolve in unproven: see Supervisor.decide), held for
+	// the exec event: the task is the same one (attached since the check),
+	// and it cannot have changed its root or mount namespace since, having
+	// run no instruction of its own in between (an exec that fails returns
+	// to it still attached, and its next exec is checked again, which
+	// replaces root). The exec event then needs no second proof. Without
+	// one, the event proves the caller's root before it decides anything.
 	root        int
 	hasRoot     bool
 	deadline    time.Time
@@ -315,7 +317,7 @@ func (t *tracer) seize(r attachReq) error {
 			// time. Judge the new attempt.
 			tr.release()
 			tr.d, tr.deadline, tr.interrupted = r.d, time.Now().Add(execEventWait), false
-			tr.hold(r.d.root)
+			tr.hold(&r.d)
 			return nil
 		}
 		// An entry for a task that is gone, and tid another task now (a
@@ -344,17 +346,18 @@ func (t *tracer) seize(r attachReq) error {
 		return fmt.Errorf("%w: ptrace(PTRACE_SEIZE, %d): %v", errAttach, r.tid, e)
 	}
 	tr := &tracee{tid: r.tid, d: r.d, deadline: time.Now().Add(execEventWait)}
-	tr.hold(r.d.root)
+	tr.hold(&r.d)
 	t.tracees[r.tid] = tr
 	return nil
 }
 
-// hold keeps a duplicate of root, the caller's root proven at the check
+// hold keeps a duplicate of the caller's root when the check proved it
 // (the checker closes its own), for the exec event; without one the event
-// proves the root again.
-func (tr *tracee) hold(root int) {
+// proves the root itself.
+func (tr *tracee) hold(d *Verdict) {
+	root := d.root
 	tr.d.root = -1
-	if root < 0 {
+	if root < 0 || !d.rootProven {
 		return
 	}
 	if fd, err := unix.FcntlInt(uintptr(root), unix.F_DUPFD_CLOEXEC, 0); err == nil {
@@ -638,6 +641,15 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		defer unix.Close(r)
 		root = r
 	}
+	if t.unchanged(checked, &img, kargv) {
+		// What the kernel runs is what the check decided: the check's
+		// decision stands (see unchanged).
+		d.Exec = checked.Exec
+		d.Exec.Argv, d.Exec.Path = kargv, img.path
+		d.Result = checked.Result
+		d.image, d.imageKnown = img.id, true
+		return true, d
+	}
 	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
 		// interpreter): the path led elsewhere by the time the kernel
@@ -691,6 +703,43 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		return checked.Result.Decision == policy.Ask && equalArgv(want, kargv), d
 	}
 	return false, d
+}
+
+// unchanged reports whether the image the kernel mapped, with the argv it
+// gave it, is provably the exec the check decided and let run, so that the
+// check's decision may stand without deciding it again.
+//
+// The judge's decision is a function of the exec's argv, the path called
+// and the file: its identity (device, inode, and for the content rules
+// size, mtime and ctime, policy.FileID), its resolved path and whether the
+// sandbox can write it, plus what Files answers about other files (the
+// PATH's programs, snapshots kept for a TTL in any case) — and, for a #!
+// script, the interpreter chain read from the file. Here the check saw no
+// #! line (Expect is nil: the file itself is the image, which mapped
+// images never have) and the image's full FileID, resolved path and
+// writability equal the checked file's, and the kernel's argv is
+// byte-equal to the argv checked. The one input that differs is the path
+// called: the check saw the caller's, the event would decide with the
+// resolved one, and the path called only adds deny and ask rules
+// (policy's calledAs), so the check's decision is at least as strict as
+// the one the event would reach. The decision was an allow, or an ask
+// answered yes for this very argv, which is the rule the full path keeps
+// (the argv must equal). The caller's root was proven first (decideImage).
+// Anything else — a script, ptrace-only supervision (no check), a file,
+// path, writability or argv that differs — is decided again in full.
+func (t *tracer) unchanged(checked *Verdict, img *target, kargv []string) bool {
+	if t.follow || !checked.imageKnown || checked.Expect != nil || checked.Interpreter != nil {
+		return false
+	}
+	switch checked.Result.Decision {
+	case policy.Allow, policy.Ask:
+	default:
+		return false
+	}
+	return img.path != "" && img.id == checked.image &&
+		checked.Exec.Known && checked.Exec.File == img.id &&
+		img.path == checked.Exec.Resolved && img.writable == checked.Exec.Writable &&
+		equalArgv(kargv, checked.Exec.Argv)
 }
 
 // reopen opens the #! script an exec ran, for the judge to decide it again
