@@ -463,6 +463,8 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		// directories the first decision looks programs up in; the
 		// supervisor takes a listing only for the very same directory.
 		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
+		// The policy's tables, made on first use, are made now too.
+		go policy.Warm()
 	}
 	// bwrap's process group holds its pid 1: killing it empties the
 	// namespace, and the handshake's read sees EOF.
