@@ -299,7 +299,7 @@ func (d *decider) progArgs(pr *progRules, a, b *args) {
 		d.denyOnly = was
 	}
 	d.runArgs(pr.other, a, b)
-	if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands[a.sub] {
+	if pr.tool.gitLike && len(a.pos) > 0 && !gitCommands()[a.sub] {
 		d.gitAutocorrect(pr, a)
 	}
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"math/bits"
 	"strings"
+	"sync"
 )
 
 // Git's help.autocorrect: when the subcommand is not a git command, git
@@ -43,19 +44,19 @@ const gitCommandNames = `add am annotate apply archive backfill bisect blame
 	upload-pack var verify-commit verify-pack verify-tag version
 	whatchanged worktree write-tree`
 
-var gitCommands = setOf(gitCommandNames)
+var gitCommands = lazySet(gitCommandNames)
 
 // gitCommandList is gitCommands in a fixed order, gitCommandMasks their
 // letters (see letterMask).
 var (
-	gitCommandList  = strings.Fields(gitCommandNames)
-	gitCommandMasks = func() []uint64 {
-		m := make([]uint64, len(gitCommandList))
-		for i, c := range gitCommandList {
+	gitCommandList  = sync.OnceValue(func() []string { return strings.Fields(gitCommandNames) })
+	gitCommandMasks = sync.OnceValue(func() []uint64 {
+		m := make([]uint64, len(gitCommandList()))
+		for i, c := range gitCommandList() {
 			m[i] = letterMask(c)
 		}
 		return m
-	}()
+	})
 )
 
 // letterMask has a bit per distinct byte of s (folded to 64 bits).
@@ -78,7 +79,7 @@ func lowerBound(typed, cand uint64) int {
 
 // gitCommon are the commands "git help" lists; git scores a prefix of one
 // of them 0.
-var gitCommon = setOf(`clone init add mv restore rm bisect diff grep log show
+var gitCommon = lazySet(`clone init add mv restore rm bisect diff grep log show
 	status branch commit merge rebase reset switch tag fetch pull push`)
 
 // gitSimilarityFloor is git's SIMILARITY_FLOOR: a score below it is close
@@ -88,7 +89,7 @@ const gitSimilarityFloor = 7
 // gitScore returns git's autocorrect score of candidate for typed, or some
 // score of at least gitSimilarityFloor when it is not close enough.
 func gitScore(typed, candidate string) int {
-	if gitCommon[candidate] && strings.HasPrefix(candidate, typed) {
+	if gitCommon()[candidate] && strings.HasPrefix(candidate, typed) {
 		return 0
 	}
 	return gitLevenshteinMax(typed, candidate, gitSimilarityFloor-1) + 1
@@ -179,7 +180,7 @@ func gitAutocorrectOff(v []string, sub int) bool {
 			}
 			continue
 		default:
-			if strings.IndexByte(s, '=') < 0 && gitTool.before[s] {
+			if strings.IndexByte(s, '=') < 0 && toolFor("git").before[s] {
 				i++
 			}
 			continue
@@ -214,7 +215,7 @@ const gitMargin = 2
 // gitMargin of the best score for deny and ask rules only.
 func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 	typed := a.sub
-	if typed == "" || gitCommands[typed] || gitAutocorrectOff(a.v, int(a.pos[0])) {
+	if typed == "" || gitCommands()[typed] || gitAutocorrectOff(a.v, int(a.pos[0])) {
 		return
 	}
 	if _, alias := findAlias(a.v[:a.pos[0]], typed); alias {
@@ -224,13 +225,13 @@ func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 	best, nbest := gitSimilarityFloor, 0
 	bestCmd := ""
 	tm := letterMask(typed)
-	for i, c := range gitCommandList {
+	for i, c := range gitCommandList() {
 		sc := gitSimilarityFloor
 		// Insertions cost 1 and deletions 3, and missing letters cost too:
 		// most commands are out of reach without computing a distance.
 		n := len(c) - len(typed)
-		if (n < gitSimilarityFloor-1 && n > -2 && lowerBound(tm, gitCommandMasks[i]) < gitSimilarityFloor-1) ||
-			(gitCommon[c] && strings.HasPrefix(c, typed)) {
+		if (n < gitSimilarityFloor-1 && n > -2 && lowerBound(tm, gitCommandMasks()[i]) < gitSimilarityFloor-1) ||
+			(gitCommon()[c] && strings.HasPrefix(c, typed)) {
 			sc = gitScore(typed, c)
 		}
 		scores[i] = int8(min(sc, gitSimilarityFloor))
@@ -247,7 +248,7 @@ func (d *decider) gitAutocorrect(pr *progRules, a *args) {
 	}
 	was := d.denyOnly
 	d.denyOnly = true
-	for i, c := range gitCommandList {
+	for i, c := range gitCommandList() {
 		if sc := int(scores[i]); sc < gitSimilarityFloor && sc <= best+gitMargin && c != bestCmd {
 			d.decideSub(pr, a, c)
 		}

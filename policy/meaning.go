@@ -4,6 +4,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // A meaning is something a rule can name instead of a spelling: "deny:
@@ -267,7 +268,7 @@ func gitForcePush(_ string, a *args) bool {
 // /dev counts as a disk: a list of disk names (sd*, nvme*) misses some
 // (/dev/root, /dev/VG/LV, /dev/sg0, /dev/ram0), so the meaning lists what
 // is safe instead and fails closed.
-var notDisks = func() []glob {
+var notDisks = sync.OnceValue(func() []glob {
 	const names = "{null,zero,full,random,urandom,tty,tty[0-9]*,ttyS*,ttyUSB*,console,ptmx,pts/*,stdin," +
 		"stdout,stderr,fd/*,shm/*,mqueue/*,hugepages/*,log,kmsg,fuse,net/tun,snd/*,dri/*,input/*}"
 	ws, _ := expand(word{text: names, lit: make([]bool, len(names))})
@@ -276,7 +277,7 @@ var notDisks = func() []glob {
 		gs = append(gs, compileGlob(w, 0, len(w.text)))
 	}
 	return gs
-}()
+})
 
 // procRoot returns p without a leading /proc/PID/root,
 // /proc/PID/task/TID/root or /proc/PID/cwd, which lead back to the root (or,
@@ -328,8 +329,8 @@ func isBlockDevice(p string) bool {
 		return false
 	}
 	dev := p[len("/dev/"):]
-	for i := range notDisks {
-		if notDisks[i].match(dev) {
+	for i := range notDisks() {
+		if notDisks()[i].match(dev) {
 			return false
 		}
 	}
@@ -520,17 +521,17 @@ func rootMount(val string) bool {
 
 // Power verbs and the units that do the same when started.
 var (
-	powerVerbs = setOf(`poweroff reboot halt kexec suspend hibernate hybrid-sleep
+	powerVerbs = lazySet(`poweroff reboot halt kexec suspend hibernate hybrid-sleep
 		suspend-then-hibernate soft-reboot rescue emergency sleep exit`)
 	// startVerbs start the units they name (aliases included: condrestart
 	// is try-restart, force-reload is reload-or-try-restart).
-	startVerbs = setOf(`start restart isolate reload-or-restart try-restart
+	startVerbs = lazySet(`start restart isolate reload-or-restart try-restart
 		try-reload-or-restart reload-or-try-restart condrestart condreload
 		force-reload enable reenable`)
 	// powerTargets are targets besides the verbs' own that stop the
 	// machine when started: shutdown.target conflicts with every service.
-	powerTargets = setOf(`ctrl-alt-del runlevel0 runlevel1 runlevel6 shutdown final umount`)
-	powerMethods = setOf(`PowerOff Reboot Halt KExec Suspend Hibernate HybridSleep
+	powerTargets = lazySet(`ctrl-alt-del runlevel0 runlevel1 runlevel6 shutdown final umount`)
+	powerMethods = lazySet(`PowerOff Reboot Halt KExec Suspend Hibernate HybridSleep
 		SuspendThenHibernate SoftReboot Sleep ScheduleShutdown PowerOffWithFlags
 		RebootWithFlags HaltWithFlags KExecWithFlags SuspendWithFlags
 		HibernateWithFlags HybridSleepWithFlags SuspendThenHibernateWithFlags`)
@@ -542,25 +543,25 @@ func isPowerUnit(u string) bool {
 	switch {
 	case strings.HasSuffix(u, ".target"):
 		n := strings.TrimSuffix(u, ".target")
-		return powerVerbs[n] || powerTargets[n]
+		return powerVerbs()[n] || powerTargets()[n]
 	case strings.HasPrefix(u, "systemd-") && strings.HasSuffix(u, ".service"):
-		return powerVerbs[strings.TrimSuffix(strings.TrimPrefix(u, "systemd-"), ".service")]
+		return powerVerbs()[strings.TrimSuffix(strings.TrimPrefix(u, "systemd-"), ".service")]
 	}
 	return false
 }
 
 // powerUnitNames lists every unit isPowerUnit accepts, for glob arguments.
-var powerUnitNames = func() []string {
+var powerUnitNames = sync.OnceValue(func() []string {
 	var out []string
-	for v := range powerVerbs {
+	for v := range powerVerbs() {
 		out = append(out, v+".target", "systemd-"+v+".service")
 	}
-	for t := range powerTargets {
+	for t := range powerTargets() {
 		out = append(out, t+".target")
 	}
 	sort.Strings(out)
 	return out
-}()
+})
 
 // isPowerUnitArg reports whether a unit argument of systemctl names a
 // power unit as systemctl reads it: without a suffix it adds one
@@ -568,7 +569,7 @@ var powerUnitNames = func() []string {
 // names every unit it matches.
 func isPowerUnitArg(u string) bool {
 	if strings.ContainsAny(u, "*?[") {
-		for _, n := range powerUnitNames {
+		for _, n := range powerUnitNames() {
 			if ok, err := path.Match(u, n); ok || err != nil {
 				return true
 			}
@@ -646,10 +647,10 @@ func powerOff(prog string, a *args) bool {
 			return false
 		}
 		verb := a.v[a.pos[0]]
-		if powerVerbs[verb] {
+		if powerVerbs()[verb] {
 			return true
 		}
-		if prog == "systemctl" && startVerbs[verb] {
+		if prog == "systemctl" && startVerbs()[verb] {
 			for _, i := range a.pos[1:] {
 				if isPowerUnitArg(a.v[i]) {
 					return true
@@ -668,7 +669,7 @@ func powerOff(prog string, a *args) bool {
 		if j := strings.LastIndexByte(s, '.'); j >= 0 {
 			m = s[j+1:]
 		}
-		if powerMethods[m] || isPowerUnit(s) || isPowerUnit(dbusWord(s)) {
+		if powerMethods()[m] || isPowerUnit(s) || isPowerUnit(dbusWord(s)) {
 			return true
 		}
 	}

@@ -80,7 +80,7 @@ func TestGitAutocorrect(t *testing.T) {
 	assert.Equal(t, 0, gitLevenshtein("psuh", "push"), "swapping neighbours is free")
 	assert.Equal(t, 3, gitLevenshtein("pushh", "push"), "deleting costs 3")
 	assert.Equal(t, 0, gitScore("pu", "push"), "prefix of a common command")
-	assert.LessOrEqual(t, len(gitCommandList), maxGitCommands)
+	assert.LessOrEqual(t, len(gitCommandList()), maxGitCommands)
 
 	p := compileRules(t, Allow, "deny git push")
 	decideCases(t, p, map[string]Decision{
@@ -231,8 +231,8 @@ func TestMeaningErrors(t *testing.T) {
 // candidate git could pick is skipped.
 func TestGitScoreBound(t *testing.T) {
 	for _, typed := range []string{"pusj", "psuh", "stauts", "comit", "x", "rebsae", "checkuot", "send-pak", "config-", "--"} {
-		for i, c := range gitCommandList {
-			assert.LessOrEqual(t, lowerBound(letterMask(typed), gitCommandMasks[i]), gitLevenshtein(typed, c), "%s -> %s", typed, c)
+		for i, c := range gitCommandList() {
+			assert.LessOrEqual(t, lowerBound(letterMask(typed), gitCommandMasks()[i]), gitLevenshtein(typed, c), "%s -> %s", typed, c)
 			if d := gitLevenshtein(typed, c); d < gitSimilarityFloor-1 {
 				assert.Equal(t, d, gitLevenshteinMax(typed, c, gitSimilarityFloor-1), "%s -> %s", typed, c)
 			}

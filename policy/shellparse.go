@@ -41,7 +41,7 @@ func shellCalls(script string, depth int) (calls [][]string, ok bool) {
 		switch p := baseName(words[0]); {
 		case p == "eval":
 			inner = strings.Join(words[1:], " ")
-		case shellNames[p]:
+		case shellNames()[p]:
 			for i := 1; i+1 < len(words); i++ {
 				if strings.HasPrefix(words[i], "-") && strings.Contains(words[i], "c") && !strings.HasPrefix(words[i], "--") {
 					inner = words[i+1]
@@ -58,4 +58,4 @@ func shellCalls(script string, depth int) (calls [][]string, ok bool) {
 	return calls, ok
 }
 
-var shellNames = setOf(`sh bash dash zsh ksh mksh ash busybox`)
+var shellNames = lazySet(`sh bash dash zsh ksh mksh ash busybox`)

@@ -35,7 +35,7 @@ func (it *sshOpts) next() (c byte, val string, ok bool) {
 		}
 		c = s[it.j]
 		it.j++
-		if !sshTool.anywhere[shortOpts[c]] {
+		if !toolFor("ssh").anywhere[shortOpts()[c]] {
 			return c, "", true
 		}
 		val = s[it.j:]
@@ -317,7 +317,7 @@ const sshSafeLetters = "46AaCfGgKkNnqsTtVvXxYybBceEilmpoQ"
 // sshSafeConfig are the -o keys (lower case) an allow rule's [options]
 // accepts; HostName, ProxyJump, ProxyCommand, RemoteCommand, LocalCommand,
 // forwards, ControlPath, Include, SetEnv and the rest are refused.
-var sshSafeConfig = setOf(`port user identityfile identitiesonly connecttimeout
+var sshSafeConfig = lazySet(`port user identityfile identitiesonly connecttimeout
 	serveraliveinterval serveralivecountmax stricthostkeychecking
 	userknownhostsfile globalknownhostsfile batchmode loglevel compression
 	connectionattempts addressfamily passwordauthentication
@@ -343,7 +343,7 @@ func sshRedirects(a *args) bool {
 			return true
 		}
 		if c == 'o' {
-			if k, _ := sshConfigLine(val); !sshSafeConfig[k] {
+			if k, _ := sshConfigLine(val); !sshSafeConfig()[k] {
 				return true
 			}
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // tool describes how one program parses its command line, as far as rule
@@ -55,6 +56,14 @@ type tool struct {
 }
 
 type set map[string]bool
+
+// lazySet returns setOf(words), made on first use. The package's tables
+// are built by the process that decides, not at start-up by every process
+// of the binary: the sandbox's init runs the same binary and uses none of
+// them, and the runner builds them while bubblewrap starts (Warm).
+func lazySet(words string) func() set {
+	return sync.OnceValue(func() set { return setOf(words) })
+}
 
 func setOf(words string) set {
 	s := set{}
@@ -129,18 +138,20 @@ var heuristicTool = &tool{abbrev: true, cluster: true}
 // Sources: each program's own reference documentation (git(1), docker
 // --help, podman(1), kubectl options, gh help, npm config, pnpm, yarn,
 // cargo(1), go help build/test, pip general options).
-var (
-	gitTool = &tool{
+// builtinTools maps a program name to its table; pip's versioned names
+// are handled by toolFor. Made on first use (see lazySet).
+var builtinTools = sync.OnceValue(func() map[string]*tool {
+	gitTool := &tool{
 		before: setOf(`-C -c --git-dir --work-tree --namespace --super-prefix
 			--config-env --attr-source`),
 		sub: true, abbrev: true, cluster: true, gitLike: true,
 	}
-	dockerTool = &tool{
+	dockerTool := &tool{
 		before: setOf(`--config -c --context -H --host -l --log-level
 			--tlscacert --tlscert --tlskey`),
 		sub: true, cluster: true,
 	}
-	podmanTool = &tool{
+	podmanTool := &tool{
 		anywhere: setOf(`--cdi-spec-dir --cgroup-manager --config --conmon
 			-c --connection --events-backend --hooks-dir --identity
 			--imagestore --log-level --module --network-cmd-path
@@ -149,7 +160,7 @@ var (
 			--url --volumepath`),
 		sub: true, cluster: true,
 	}
-	kubectlTool = &tool{
+	kubectlTool := &tool{
 		anywhere: setOf(`--as --as-group --as-uid --cache-dir
 			--certificate-authority --client-certificate --client-key
 			--cluster --context --kubeconfig -n --namespace --password
@@ -162,19 +173,19 @@ var (
 	}
 	// nerdctl's global options (nerdctl --help): containerd's address,
 	// namespace, snapshotter and paths.
-	nerdctlTool = &tool{
+	nerdctlTool := &tool{
 		anywhere: setOf(`-a --address -H --host -n --namespace --snapshotter
 			--storage-driver --cni-path --cni-netconfpath --data-root
 			--cgroup-manager --host-gateway-ip --hosts-dir --bridge-ip
 			--experimental --kube-hide-dupe --cdi-spec-dirs --userns-remap`),
 		sub: true, cluster: true,
 	}
-	ghTool = &tool{
+	ghTool := &tool{
 		anywhere: setOf(`-R --repo --hostname -X --method -H --header
 			-f --field -F --raw-field -q --jq -t --template`),
 		sub: true, cluster: true,
 	}
-	npmTool = &tool{
+	npmTool := &tool{
 		anywhere: setOf(`--registry --prefix -C --userconfig --globalconfig
 			--cache --loglevel -w --workspace --tag --otp --access --scope
 			--before --omit --include --install-strategy`),
@@ -202,7 +213,7 @@ var (
 			"add-user":  "adduser",
 		},
 	}
-	pnpmTool = &tool{
+	pnpmTool := &tool{
 		anywhere: setOf(`-C --dir --filter -F --reporter --loglevel
 			--workspace-dir --store-dir`),
 		sub: true, cluster: true,
@@ -212,12 +223,12 @@ var (
 			"run-script": "run",
 		},
 	}
-	yarnTool = &tool{
+	yarnTool := &tool{
 		anywhere: setOf(`--cwd --modules-folder --cache-folder --mutex
 			--network-timeout --registry --global-folder --link-folder`),
 		sub: true, cluster: true,
 	}
-	cargoTool = &tool{
+	cargoTool := &tool{
 		before: setOf(`--config -C -Z --color --explain`),
 		anywhere: setOf(`--manifest-path --target-dir -p --package -F
 			--features --target -j --jobs --profile --bin --example --test
@@ -227,7 +238,7 @@ var (
 			"b": "build", "c": "check", "d": "doc", "t": "test", "r": "run", "rm": "remove",
 		},
 	}
-	goTool = &tool{
+	goTool := &tool{
 		anywhere: setOf(`-C -o -p -tags -ldflags -gcflags -asmflags
 			-gccgoflags -mod -modfile -overlay -pkgdir -exec -toolexec
 			-buildmode -compiler -installsuffix -pgo -coverpkg -covermode
@@ -237,7 +248,7 @@ var (
 			-shuffle -vet -f`),
 		sub: true, dashes: true,
 	}
-	pipTool = &tool{
+	pipTool := &tool{
 		anywhere: setOf(`--python --log --proxy --retries --timeout
 			--exists-action --trusted-host --cert --client-cert --cache-dir
 			--use-feature --use-deprecated --keyring-provider -r --requirement
@@ -247,18 +258,15 @@ var (
 			--implementation --abi --progress-bar --report`),
 		sub: true, abbrev: true, cluster: true,
 	}
-)
-
-// ssh and the programs that connect through it (ssh(1), scp(1), sftp(1),
-// rsync(1)), and systemd's control programs (systemctl(1), loginctl(1)).
-var (
-	sshTool = &tool{
+	// ssh and the programs that connect through it (ssh(1), scp(1), sftp(1),
+	// rsync(1)), and systemd's control programs (systemctl(1), loginctl(1)).
+	sshTool := &tool{
 		anywhere: setOf(`-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -P -p -Q -R -S -W -w`),
 		cluster:  true, sub: true, host: true, stopAfter: 2,
 	}
-	scpTool   = &tool{anywhere: setOf(`-c -D -F -i -J -l -o -P -S -X`), cluster: true}
-	sftpTool  = &tool{anywhere: setOf(`-B -b -c -D -F -i -J -l -o -P -R -S -s -X`), cluster: true}
-	rsyncTool = &tool{
+	scpTool := &tool{anywhere: setOf(`-c -D -F -i -J -l -o -P -S -X`), cluster: true}
+	sftpTool := &tool{anywhere: setOf(`-B -b -c -D -F -i -J -l -o -P -R -S -s -X`), cluster: true}
+	rsyncTool := &tool{
 		anywhere: setOf(`-e --rsh --rsync-path -f --filter --exclude --include
 			--exclude-from --include-from --files-from -T --temp-dir --backup-dir
 			--suffix --chmod --chown --log-file --password-file -M --remote-option
@@ -267,7 +275,7 @@ var (
 			--timeout --contimeout --address --iconv --usermap --groupmap`),
 		abbrev: true, cluster: true,
 	}
-	systemctlTool = &tool{
+	systemctlTool := &tool{
 		anywhere: setOf(`-t --type -p --property -P --state --job-mode -s --signal
 			--kill-whom --kill-value --root --image --image-policy -n --lines -o
 			--output -H --host -M --machine --what --when --boot-loader-menu
@@ -277,60 +285,57 @@ var (
 	}
 	// The coreutils the block-device-write meaning reads: GNU getopt, so
 	// options may come after the operands (cp img /dev/sda -S x).
-	cpTool = &tool{
+	cpTool := &tool{
 		anywhere: setOf(`-S --suffix -t --target-directory --no-preserve --sparse`),
 		abbrev:   true, cluster: true,
 	}
-	installTool = &tool{
+	installTool := &tool{
 		anywhere: setOf(`-g --group -m --mode -o --owner -S --suffix -t
 			--target-directory --strip-program`),
 		abbrev: true, cluster: true,
 	}
-	truncateTool = &tool{anywhere: setOf(`-r --reference -s --size`), abbrev: true, cluster: true}
-	shredTool    = &tool{anywhere: setOf(`-n --iterations -s --size --random-source`), abbrev: true, cluster: true}
-	loginctlTool = &tool{
+	truncateTool := &tool{anywhere: setOf(`-r --reference -s --size`), abbrev: true, cluster: true}
+	shredTool := &tool{anywhere: setOf(`-n --iterations -s --size --random-source`), abbrev: true, cluster: true}
+	loginctlTool := &tool{
 		anywhere: setOf(`-p --property -s --signal -n --lines -o --output -H --host
 			-M --machine --kill-whom --kill-whom`),
 		abbrev: true, cluster: true,
 	}
-)
-
-// tools maps a program name to its table. pip's versioned names are handled
-// by toolFor.
-var tools = map[string]*tool{
-	"git":       gitTool,
-	"docker":    dockerTool,
-	"podman":    podmanTool,
-	"kubectl":   kubectlTool,
-	"gh":        ghTool,
-	"nerdctl":   nerdctlTool,
-	"cp":        cpTool,
-	"install":   installTool,
-	"truncate":  truncateTool,
-	"shred":     shredTool,
-	"npm":       npmTool,
-	"pnpm":      pnpmTool,
-	"yarn":      yarnTool,
-	"cargo":     cargoTool,
-	"go":        goTool,
-	"pip":       pipTool,
-	"pip3":      pipTool,
-	"ssh":       sshTool,
-	"scp":       scpTool,
-	"sftp":      sftpTool,
-	"rsync":     rsyncTool,
-	"systemctl": systemctlTool,
-	"loginctl":  loginctlTool,
-}
+	return map[string]*tool{
+		"git":       gitTool,
+		"docker":    dockerTool,
+		"podman":    podmanTool,
+		"kubectl":   kubectlTool,
+		"gh":        ghTool,
+		"nerdctl":   nerdctlTool,
+		"cp":        cpTool,
+		"install":   installTool,
+		"truncate":  truncateTool,
+		"shred":     shredTool,
+		"npm":       npmTool,
+		"pnpm":      pnpmTool,
+		"yarn":      yarnTool,
+		"cargo":     cargoTool,
+		"go":        goTool,
+		"pip":       pipTool,
+		"pip3":      pipTool,
+		"ssh":       sshTool,
+		"scp":       scpTool,
+		"sftp":      sftpTool,
+		"rsync":     rsyncTool,
+		"systemctl": systemctlTool,
+		"loginctl":  loginctlTool,
+	}
+})
 
 // toolFor returns the table for program name (a base name), or the
 // heuristic.
 func toolFor(name string) *tool {
-	if t, ok := tools[name]; ok {
+	if t, ok := builtinTools()[name]; ok {
 		return t
 	}
 	if isVersioned(name, "pip") {
-		return pipTool
+		return builtinTools()["pip"]
 	}
 	return heuristicTool
 }
@@ -446,12 +451,13 @@ func hostOf(s string) string {
 
 // shortOpts holds "-c" for every byte c, so that the letters of a cluster
 // can be looked up in a table without allocating.
-var shortOpts = func() (t [256]string) {
+var shortOpts = sync.OnceValue(func() *[256]string {
+	var t [256]string
 	for c := range t {
 		t[c] = "-" + string(rune(c))
 	}
-	return t
-}()
+	return &t
+})
 
 // clusterTakesValue reports whether the single-dash cluster s ("-vp")
 // ends in a letter that takes the next argument as its value, as getopt
@@ -462,9 +468,30 @@ func (t *tool) clusterTakesValue(s string, beforeSub bool) bool {
 		return false
 	}
 	for j := 1; j < len(s); j++ {
-		if t.takesValue(shortOpts[s[j]], beforeSub) {
+		if t.takesValue(shortOpts()[s[j]], beforeSub) {
 			return j == len(s)-1
 		}
 	}
 	return false
+}
+
+// Warm builds the package's lazily made tables (lazySet and the like) now.
+// The runner calls it on another goroutine while bubblewrap builds the
+// sandbox, so that the first decision does not build them on the command's
+// critical path; a process that never decides (the sandbox's init) never
+// builds them.
+func Warm() {
+	builtinTools()
+	shortOpts()
+	gitBuiltins()
+	gitCommon()
+	gitCommandMasks()
+	notDisks()
+	powerUnitNames()
+	startVerbs()
+	powerMethods()
+	shellNames()
+	sshSafeConfig()
+	loaderValueOpts()
+	loaderFlagOpts()
 }

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // This file holds the programs whose argv does not say, in the usual way,
 // which program runs: dynamic loaders run the program named in their
@@ -29,9 +32,9 @@ func isLoaderName(base string) bool {
 // Loader options, glibc's and musl's. The loader takes the first word that
 // is not one of these as the program, even if it starts with '-'.
 var (
-	loaderValueOpts = setOf(`--library-path --inhibit-rpath --audit --preload
+	loaderValueOpts = lazySet(`--library-path --inhibit-rpath --audit --preload
 		--argv0 --glibc-hwcaps-prepend --glibc-hwcaps-mask`)
-	loaderFlagOpts = setOf(`--list --verify --inhibit-cache --list-tunables
+	loaderFlagOpts = lazySet(`--list --verify --inhibit-cache --list-tunables
 		--list-diagnostics --help --version`)
 )
 
@@ -44,10 +47,10 @@ func loaderTarget(argv []string) int {
 	for i := 1; i < len(argv); i++ {
 		s := argv[i]
 		switch {
-		case loaderValueOpts[s]:
+		case loaderValueOpts()[s]:
 			i++
-		case loaderFlagOpts[s]:
-		case strings.HasPrefix(s, "--") && strings.Contains(s, "=") && loaderValueOpts[s[:strings.IndexByte(s, '=')]]:
+		case loaderFlagOpts()[s]:
+		case strings.HasPrefix(s, "--") && strings.Contains(s, "=") && loaderValueOpts()[s[:strings.IndexByte(s, '=')]]:
 		default:
 			return i
 		}
@@ -67,7 +70,7 @@ func loaderArgv0(opts []string) string {
 			i++
 		case strings.HasPrefix(s, "--argv0="):
 			a0 = s[len("--argv0="):]
-		case loaderValueOpts[s]:
+		case loaderValueOpts()[s]:
 			i++
 		}
 	}
@@ -247,14 +250,14 @@ func gitArgs(argv []string) []string {
 			if s == "--" {
 				break
 			}
-			if strings.IndexByte(s, '=') < 0 && gitTool.before[s] {
+			if strings.IndexByte(s, '=') < 0 && toolFor("git").before[s] {
 				i++
 			}
 		}
 		if sub < 0 {
 			return v
 		}
-		if gitBuiltins[v[sub]] {
+		if gitBuiltins()[v[sub]] {
 			// git runs a built-in command before looking for an alias of
 			// the same name: -c alias.push=status does not change push.
 			return v
@@ -274,21 +277,21 @@ func gitArgs(argv []string) []string {
 // gitExternal are the git commands that are separate programs, often not
 // installed (git-svn, git-p4, gitk): git looks for an alias of such a name
 // when the program is missing, so an alias given with -c may run instead.
-var gitExternal = setOf(`archimport citool cvsexportcommit cvsimport cvsserver
+var gitExternal = lazySet(`archimport citool cvsexportcommit cvsimport cvsserver
 	difftool--helper filter-branch gitk gui instaweb mergetool p4 quiltimport
 	request-pull send-email subtree svn web--browse scalar`)
 
 // gitBuiltins are the git commands an alias of the same name never
 // replaces: every command but the external ones.
-var gitBuiltins = func() set {
+var gitBuiltins = sync.OnceValue(func() set {
 	s := set{}
-	for c := range gitCommands {
-		if !gitExternal[c] {
+	for c := range gitCommands() {
+		if !gitExternal()[c] {
 			s[c] = true
 		}
 	}
 	return s
-}()
+})
 
 // findAlias returns the value of the last -c alias.NAME=VALUE among the
 // global options opts. Git compares the key case-insensitively.

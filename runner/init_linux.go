@@ -35,6 +35,13 @@ func InitMain() int {
 		return fail("%v", err)
 	}
 	ctl.Close()
+	// First of all, the host learns the init's pid (from the message's
+	// credentials) and with it the sandbox's root: it looks up the
+	// policy's programs there (supervisor.Prewarm) while the init sets up,
+	// instead of at the command's first exec.
+	if err := conn.send(initMsg{Kind: msgHello}); err != nil {
+		return fail("greeting the host: %v", err)
+	}
 	stderrFd, err := unix.FcntlInt(stderrFD, unix.F_DUPFD_CLOEXEC, 10)
 	if err != nil {
 		return fail("duplicating stderr: %v", err)

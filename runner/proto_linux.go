@@ -95,6 +95,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 
 // Message kinds sent by the init.
 const (
+	msgHello    = "hello"       // the init's first message: its pid (the credentials), before any set-up
 	msgListener = "listener"    // carries the notify listener fd
 	msgSetupErr = "setup-error" // the init could not set up; Message says why
 	msgExecErr  = "exec-error"  // the command could not be started; Errno says why

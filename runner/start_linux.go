@@ -463,6 +463,8 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		// directories the first decision looks programs up in; the
 		// supervisor takes a listing only for the very same directory.
 		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
+		// The policy's tables, made on first use, are made now too.
+		go policy.Warm()
 	}
 	// bwrap's process group holds its pid 1: killing it empties the
 	// namespace, and the handshake's read sees EOF.
@@ -639,10 +641,31 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 		s.log.Debug("sending configuration to the sandbox", "err", err)
 		return errNotReady
 	}
+	// The hello carries no descriptor; the listener's may arrive in the
+	// same read, so they stay queued for the next message.
+	var hello initMsg
+	if err := s.conn.recvQueued(&hello); err != nil {
+		s.log.Debug("reading the sandbox's first message", "err", err)
+		return errNotReady
+	}
+	if hello.Kind != msgHello || s.conn.pid <= 0 {
+		return fmt.Errorf("unexpected first message %q (pid %d) from the sandbox", hello.Kind, s.conn.pid)
+	}
+	helloPid := int(s.conn.pid)
+	if sp.policy != nil {
+		// The sandbox's root is the init's: the first decision's lookups
+		// run now, while the init installs its filter (Prewarm says why
+		// the answers are the ones that decision would get).
+		root := helloPid
+		if s.bare {
+			root = 0
+		}
+		sp.sup.Prewarmed = supervisor.Prewarm(sp.policy, root, sp.sup.SearchPath, sp.sup.Prelisted)
+	}
 	var m initMsg
 	fds, err := s.conn.recv(&m)
 	if err != nil {
-		s.log.Debug("reading the sandbox's first message", "err", err)
+		s.log.Debug("reading the sandbox's second message", "err", err)
 		return errNotReady
 	}
 	switch m.Kind {
@@ -665,7 +688,7 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	if cfg.NetListen {
 		netWant = 3
 	}
-	if len(fds) != want+netWant || m.NetListeners != netWant || s.conn.pid <= 0 || (s.gated && m.PtraceOnly) {
+	if len(fds) != want+netWant || m.NetListeners != netWant || s.conn.pid <= 0 || int(s.conn.pid) != helloPid || (s.gated && m.PtraceOnly) {
 		closeAll(fds)
 		return fmt.Errorf("sandbox sent %d descriptors and pid %d, want %d and its pid", len(fds), s.conn.pid, want+netWant)
 	}

@@ -447,6 +447,68 @@ func Prelist(pol *policy.Policy, searchPath string) *Prelisted {
 	return p
 }
 
+// Prewarmed is a sandbox's file cache whose program lookups began as soon
+// as the sandbox's init was known (Prewarm), before the command's first
+// exec: the first decision asks whether the program is any rule's program
+// under another name (Lookup of every name pol.Programs lists), about 140
+// opens in the sandbox's root when cold, which would otherwise sit between
+// the init's fork and the command's exec. The supervisor adopts the cache
+// (Options.Prewarmed) when it is for the same root and PATH.
+//
+// The answers are the ones the first decision would have got, by the same
+// code (Lookup, in the sandbox's root through /proc/PID/root, dated when
+// each directory was read and kept lookupTTL like any other): the init's
+// root is the sandbox's final root (bubblewrap runs the init after its
+// last mount; cordon mounts nothing later), and until the host says go,
+// nothing in the sandbox runs but the init, which writes no file. What
+// can change meanwhile is only what the host changes in a bound
+// directory, which a cached answer never sees within lookupTTL anyway;
+// and the earlier date makes an answer expire earlier, never later.
+type Prewarmed struct {
+	fs         *files
+	rootPid    int
+	searchPath string
+	done       chan struct{}
+}
+
+// Prewarm starts looking up, on another goroutine, every program pol's
+// rules name (pol.Programs) on searchPath in the root of process rootPid
+// (0: cordon's own root, the HostView tiers), using pre's listings where
+// they are the sandbox's own directories. Pass the result as
+// Options.Prewarmed.
+func Prewarm(pol *policy.Policy, rootPid int, searchPath string, pre *Prelisted) *Prewarmed {
+	fs := newFiles(newSandboxView(rootPid), searchPath)
+	fs.pre = pre
+	w := &Prewarmed{fs: fs, rootPid: rootPid, searchPath: searchPath, done: make(chan struct{})}
+	names := pol.Programs()
+	go func() {
+		defer close(w.done)
+		for _, n := range names {
+			// One name at a time, each under the cache's lock: a
+			// decision that needs a name not reached yet looks it up
+			// itself between two, instead of waiting for them all.
+			fs.Lookup(n)
+		}
+	}()
+	return w
+}
+
+// adopt returns the prewarmed cache for a supervisor whose sandbox view
+// is sandbox, or nil when w is nil or was made for another root or PATH.
+// Lookup reads neither sandbox nor neverRun; both are set under the
+// cache's lock all the same, so that the goroutine still filling it and
+// the supervisor never touch them unordered.
+func (w *Prewarmed) adopt(sandbox *sandboxView, rootPid int, searchPath string, never map[[2]uint64]bool) *files {
+	if w == nil || w.rootPid != rootPid || w.searchPath != searchPath {
+		return nil
+	}
+	w.fs.mu.Lock()
+	w.fs.sandbox = sandbox
+	w.fs.neverRun = never
+	w.fs.mu.Unlock()
+	return w.fs
+}
+
 // listing returns the prelisted listing of dir, or nil when there is none
 // or the prelisting has not finished (the caller reads dir itself rather
 // than wait).

@@ -216,3 +216,79 @@ func TestListingMatchPrefix(t *testing.T) {
 	}
 	assert.Equal(t, []string{"/d/a*b"}, l.match("/d", `a\*b`))
 }
+
+// Prewarm gives the answers a first decision's Lookup would give, by the
+// same code in the same root, dated when it read them; a supervisor
+// adopts the cache only for the root and PATH it was made for.
+func TestPrewarmAnswersAsLookup(t *testing.T) {
+	dir := t.TempDir()
+	id := writeProg(t, filepath.Join(dir, "prog"), "x")
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Builtins: true, Rules: []policy.Rule{{Decision: policy.Deny, Pattern: "prog"}}})
+	require.NoError(t, err)
+	path := dir + ":/usr/bin:/bin"
+	before := time.Now()
+	w := Prewarm(pol, 0, path, nil)
+	<-w.done
+
+	lazy := newFiles(newSandboxView(0), path)
+	for _, n := range pol.Programs() {
+		e, ok := w.fs.lookups[n]
+		require.True(t, ok, "%s was looked up", n)
+		assert.Equal(t, sameFiles(lazy.Lookup(n)), sameFiles(e.ids), n)
+		assert.False(t, e.at.Before(before), "%s is dated at its read", n)
+	}
+	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(w.fs.lookups["prog"].ids))
+
+	sandbox := newSandboxView(0)
+	assert.Nil(t, w.adopt(sandbox, 1, path, nil), "another root")
+	assert.Nil(t, w.adopt(sandbox, 0, dir, nil), "another PATH")
+	var none *Prewarmed
+	assert.Nil(t, none.adopt(sandbox, 0, path, nil))
+	never := map[[2]uint64]bool{{1, 2}: true}
+	fs := w.adopt(sandbox, 0, path, never)
+	require.NotNil(t, fs)
+	assert.Same(t, sandbox, fs.sandbox)
+	assert.Equal(t, never, fs.neverRun)
+	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(fs.Lookup("prog")))
+}
+
+// Trying to make a prewarmed answer stale: the program is replaced (a new
+// file under its name) and a new program of a rule's name appears after
+// the prewarm. The cached answers are what a lazy Lookup at the same
+// moment would have cached, dated at the prewarm's read, so they expire
+// lookupTTL after it, never later than a lazy answer; then the new files
+// are found.
+func TestPrewarmCannotOutliveTTL(t *testing.T) {
+	dir := t.TempDir()
+	old := writeProg(t, filepath.Join(dir, "prog"), "x")
+	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Rules: []policy.Rule{
+		{Decision: policy.Deny, Pattern: "prog"}, {Decision: policy.Deny, Pattern: "later"}}})
+	require.NoError(t, err)
+	w := Prewarm(pol, 0, dir, nil)
+	<-w.done
+	warmed := time.Now()
+	fs := w.adopt(newSandboxView(0), 0, dir, nil)
+	require.NotNil(t, fs)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "prog")))
+	nu := writeProg(t, filepath.Join(dir, "prog"), "y")
+	later := writeProg(t, filepath.Join(dir, "later"), "z")
+	// Within lookupTTL of the read: the snapshot, as a lazy Lookup made
+	// at the prewarm's moment would answer.
+	assert.Equal(t, [][2]uint64{{old.Dev, old.Ino}}, sameFiles(fs.Lookup("prog")))
+	assert.Empty(t, fs.Lookup("later"))
+	for _, n := range []string{"prog", "later"} {
+		assert.False(t, fs.lookups[n].at.After(warmed), "%s is dated no later than the prewarm", n)
+	}
+	// Aged past lookupTTL (the answers and the listing they came from):
+	// the replaced and the new program are found.
+	expired := time.Now().Add(-lookupTTL - time.Second)
+	fs.lists[dir].at = expired
+	for _, n := range []string{"prog", "later"} {
+		e := fs.lookups[n]
+		e.at = expired
+		fs.lookups[n] = e
+	}
+	assert.Equal(t, [][2]uint64{{nu.Dev, nu.Ino}}, sameFiles(fs.Lookup("prog")))
+	assert.Equal(t, [][2]uint64{{later.Dev, later.Ino}}, sameFiles(fs.Lookup("later")))
+}

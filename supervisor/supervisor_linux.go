@@ -131,6 +131,10 @@ type Options struct {
 	// decision uses a listing whose directory is the sandbox's own instead
 	// of reading it again.
 	Prelisted *Prelisted
+	// Prewarmed, when set, is the file cache whose program lookups began
+	// when the sandbox's init was known (Prewarm); used when it was made
+	// for this root (RootPid, or 0 with HostView) and SearchPath.
+	Prewarmed *Prewarmed
 	// NeverRun lists files, or directories whose files, must never run,
 	// whatever the policy says: cordon's own policy files and trust store,
 	// which it binds read-only into the sandbox. A previous run may have
@@ -227,9 +231,12 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		viewPid = 0
 	}
 	sandbox := newSandboxView(viewPid)
-	fs := newFiles(sandbox, opts.SearchPath)
-	fs.neverRun = neverRun(opts.NeverRun)
-	fs.pre = opts.Prelisted
+	fs := opts.Prewarmed.adopt(sandbox, viewPid, opts.SearchPath, neverRun(opts.NeverRun))
+	if fs == nil {
+		fs = newFiles(sandbox, opts.SearchPath)
+		fs.neverRun = neverRun(opts.NeverRun)
+		fs.pre = opts.Prelisted
+	}
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
@@ -287,7 +294,8 @@ func (s *Supervisor) report(d *Verdict) {
 // init starts anything.
 func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	s, err := New(-1, pol, Options{OnDecision: opts.OnDecision, Ask: opts.Ask, Logger: opts.Logger,
-		RootPid: rootPid, HostView: opts.HostView, SearchPath: opts.SearchPath, Verify: VerifyPtrace, NeverRun: opts.NeverRun})
+		RootPid: rootPid, HostView: opts.HostView, SearchPath: opts.SearchPath, Verify: VerifyPtrace, NeverRun: opts.NeverRun,
+		Prelisted: opts.Prelisted, Prewarmed: opts.Prewarmed})
 	if err != nil {
 		return nil, err
 	}
