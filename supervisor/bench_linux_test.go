@@ -250,7 +250,7 @@ func sleeper(b *testing.B) int {
 func BenchmarkVerifyImage(b *testing.B) {
 	pid := sleeper(b)
 	pol, fs := benchPolicy(b)
-	t := &tracer{judge: judge{pol: pol, files: fs}}
+	t := &tracer{judge: newJudge(pol, fs)}
 	checked := &Verdict{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -268,7 +268,7 @@ func BenchmarkVerifyImage(b *testing.B) {
 func BenchmarkTracerAttach(b *testing.B) {
 	pid := sleeper(b)
 	pol, fs := benchPolicy(b)
-	t := newTracer(judge{pol: pol, files: fs}, slog.New(slog.DiscardHandler), nil)
+	t := newTracer(newJudge(pol, fs), slog.New(slog.DiscardHandler), nil)
 	defer t.close()
 	d := &Verdict{Arch: "x86_64"}
 	if err := t.attach(pid, d); err != nil {
@@ -382,7 +382,7 @@ func BenchmarkStrictSettle(b *testing.B) {
 func BenchmarkExecEvent(b *testing.B) {
 	testcap.RequirePtrace(b)
 	pol, fs := benchPolicy(b)
-	tr := &tracer{judge: judge{pol: pol, files: fs}}
+	tr := &tracer{judge: newJudge(pol, fs)}
 	argv := []string{"/usr/bin/true", "x"}
 	self := os.Getpid()
 	tgt, errno := openTarget(self, rootOf(b), "/usr/bin/true")
