@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -379,7 +380,15 @@ func BenchmarkStrictSettle(b *testing.B) {
 // the second judge, "decide fast" the check's decision kept
 // (tracer.unchanged); "root proof" the statx of /proc/PID/root, as the
 // notification made it, and as the event makes it, after its own reads.
+//
+// Every iteration starts a process outside the timer, so a time-based
+// -benchtime would run it for many minutes (make bench's 500ms × 5 did):
+// it runs only with a count, e.g. go test -run '^$' -bench ExecEvent
+// -benchtime 2000x ./supervisor.
 func BenchmarkExecEvent(b *testing.B) {
+	if bt := flag.Lookup("test.benchtime"); bt == nil || !strings.HasSuffix(bt.Value.String(), "x") {
+		b.Skip("run with -benchtime Nx (see the comment)")
+	}
 	testcap.RequirePtrace(b)
 	pol, fs := benchPolicy(b)
 	tr := &tracer{judge: newJudge(pol, fs)}

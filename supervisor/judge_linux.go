@@ -27,8 +27,9 @@ func newJudge(pol *policy.Policy, fs *files) judge {
 	return judge{pol: pol.WithFiles(rec), files: fs, rec: rec, memo: newDecisionMemo()}
 }
 
-// policyDecide is pol.Decide through the judge's memo (see decisionMemo).
-func (j judge) policyDecide(e *policy.Exec) policy.Result {
+// policyDecide is pol.Decide through the judge's memo (see decisionMemo),
+// and whether the decision was volatile (Verdict.volatile).
+func (j judge) policyDecide(e *policy.Exec) (policy.Result, bool) {
 	return j.memo.decide(j.pol, j.rec, e)
 }
 
@@ -56,7 +57,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 	d.image, d.imageKnown = tgt.id, true
 	d.Interpreter, d.Expect = nil, nil
 	j.files.setCurrent(tgt)
-	d.Result = j.policyDecide(&d.Exec)
+	d.Result, d.volatile = j.policyDecide(&d.Exec)
 	j.files.setCurrent(nil)
 
 	if tgt.mapped {
@@ -107,7 +108,8 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 		}
 		e := policy.Exec{Argv: next, Path: interp, Resolved: it.path, File: it.id, Known: true, Writable: it.writable}
 		j.files.setCurrent(&it)
-		r := j.policyDecide(&e)
+		r, volatile := j.policyDecide(&e)
+		d.volatile = d.volatile || volatile
 		j.files.setCurrent(nil)
 		if r.Decision > d.Result.Decision {
 			d.Result = r

@@ -74,12 +74,15 @@ func keyOf(e *policy.Exec) memoKey {
 }
 
 // decide is p.Decide(e) through the memo; rec is the view p is bound to.
-func (m *decisionMemo) decide(p *policy.Policy, rec *recordingFiles, e *policy.Exec) policy.Result {
+// volatile says the decision read what its key does not cover (see
+// recordingFiles.stop): it was not remembered, and whoever relies on it
+// staying true must decide again (tracer.unchanged).
+func (m *decisionMemo) decide(p *policy.Policy, rec *recordingFiles, e *policy.Exec) (r policy.Result, volatile bool) {
 	k := keyOf(e)
 	now := time.Now()
 	if got, ok := m.entries[k]; ok {
 		if now.Before(got.expires) {
-			return got.result
+			return got.result, false
 		}
 		delete(m.entries, k)
 	}
@@ -87,14 +90,15 @@ func (m *decisionMemo) decide(p *policy.Policy, rec *recordingFiles, e *policy.E
 		m.onMiss()
 	}
 	rec.start(now)
-	r := p.Decide(e)
-	if expires, ok := rec.stop(); ok && now.Before(expires) {
+	r = p.Decide(e)
+	expires, ok := rec.stop()
+	if ok && now.Before(expires) {
 		if len(m.entries) >= maxMemo {
 			clear(m.entries)
 		}
 		m.entries[k] = memoEntry{result: r, expires: expires}
 	}
-	return r
+	return r, !ok
 }
 
 // recordingFiles is the policy.Files a judge's policy is bound to: the

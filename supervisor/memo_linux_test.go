@@ -64,7 +64,7 @@ func TestDecisionMemoCannotGoStale(t *testing.T) {
 	require.NoError(t, os.WriteFile(x, harmless, 0o755))
 
 	j, misses := memoJudge(t, bin)
-	decide := func(e policy.Exec) policy.Decision { return j.policyDecide(&e).Decision }
+	decide := func(e policy.Exec) policy.Decision { r, _ := j.policyDecide(&e); return r.Decision }
 
 	e := statExec(t, j, x, "x", "push")
 	assert.Equal(t, policy.Allow, decide(e))
@@ -111,14 +111,18 @@ func TestDecisionMemoCannotGoStale(t *testing.T) {
 	v.devState[e.File.Dev] = true
 	before = *misses
 	decide(statExec(t, j, y, "y", "push", "-v")) // y has prog's size: digested
-	decide(statExec(t, j, y, "y", "push", "-v"))
+	ey := statExec(t, j, y, "y", "push", "-v")
+	_, volatile := j.policyDecide(&ey)
 	assert.Equal(t, before+2, *misses)
+	assert.True(t, volatile, "the exec event must decide it again (tracer.unchanged)")
 	small := filepath.Join(work, "small")
 	require.NoError(t, os.WriteFile(small, []byte("#!/bin/sh\n"), 0o755))
 	before = *misses
 	decide(statExec(t, j, small, "small", "push"))
-	decide(statExec(t, j, small, "small", "push"))
+	es := statExec(t, j, small, "small", "push")
+	_, volatile = j.policyDecide(&es)
 	assert.Equal(t, before+1, *misses)
+	assert.False(t, volatile)
 
 	// [""] and [] are different argv.
 	before = *misses
@@ -158,16 +162,16 @@ func TestDecisionMemoExpiresWithLookups(t *testing.T) {
 	j.files.Lookup("prog")
 	age(20 * time.Second)
 	e := statExec(t, j, x, "x", "push")
-	assert.Equal(t, policy.Allow, j.policyDecide(&e).Decision)
+	assert.Equal(t, policy.Allow, decisionOf(j, &e))
 
 	// x becomes a renamed copy of prog (x itself unchanged).
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "prog"), content, 0o755))
-	assert.Equal(t, policy.Allow, j.policyDecide(&e).Decision, "the answers without prog still hold")
+	assert.Equal(t, policy.Allow, decisionOf(j, &e), "the answers without prog still hold")
 	require.Equal(t, 1, *misses)
 
 	// 11 s later the answers have expired, though the entry is 11 s old.
 	age(11 * time.Second)
-	assert.Equal(t, policy.Deny, j.policyDecide(&e).Decision, "an entry must not outlive its answers")
+	assert.Equal(t, policy.Deny, decisionOf(j, &e), "an entry must not outlive its answers")
 	assert.Equal(t, 2, *misses)
 }
 
@@ -190,4 +194,9 @@ func TestDecisionMemoSkipsResolve(t *testing.T) {
 	_, ok = rec.stop()
 	assert.False(t, ok)
 	assert.Zero(t, *misses)
+}
+
+func decisionOf(j judge, e *policy.Exec) policy.Decision {
+	r, _ := j.policyDecide(e)
+	return r.Decision
 }

@@ -56,6 +56,14 @@ type Verdict struct {
 	// the exec event requires the new image to be this very file.
 	image      policy.FileID
 	imageKnown bool
+	// volatile says the policy's decision read something that can change
+	// with the file's FileID, path and argv all equal: the content of a
+	// file the sandbox can write (a shared writable mapping rewrites it
+	// with no new ctime) or a path resolved from the caller's working
+	// directory (a loader's program). Such a decision is never remembered
+	// (decisionMemo), and the exec event decides it again in full
+	// (tracer.unchanged).
+	volatile bool
 
 	// Interpreter lists the #! interpreters a script runs through, outermost
 	// first; Expect is then the argv the kernel gives the innermost one.

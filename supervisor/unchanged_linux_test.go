@@ -44,6 +44,7 @@ func TestUnchangedNeedsEverythingEqual(t *testing.T) {
 		{"image unknown", func(c *Verdict, _ *target) []string { c.imageKnown = false; return argv }},
 		{"file unknown", func(c *Verdict, _ *target) []string { c.Exec.Known = false; return argv }},
 		{"denied", func(c *Verdict, _ *target) []string { c.Result.Decision = policy.Deny; return argv }},
+		{"volatile", func(c *Verdict, _ *target) []string { c.volatile = true; return argv }},
 	} {
 		c, i := checked(), img()
 		kargv := tc.ch(&c, &i)

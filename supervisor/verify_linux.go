@@ -726,9 +726,14 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 // answered yes for this very argv, which is the rule the full path keeps
 // (the argv must equal). The caller's root was proven first (decideImage).
 // Anything else — a script, ptrace-only supervision (no check), a file,
-// path, writability or argv that differs — is decided again in full.
+// path, writability or argv that differs — is decided again in full, and
+// so is a volatile decision (Verdict.volatile): one that read the content
+// of a file the sandbox can write, which a shared writable mapping changes
+// with the FileID unchanged, or that resolved a loader's program from the
+// caller's working directory, which another thread sharing it could move
+// until the exec (de_thread) ended that thread.
 func (t *tracer) unchanged(checked *Verdict, img *target, kargv []string) bool {
-	if t.follow || !checked.imageKnown || checked.Expect != nil || checked.Interpreter != nil {
+	if t.follow || !checked.imageKnown || checked.Expect != nil || checked.Interpreter != nil || checked.volatile {
 		return false
 	}
 	switch checked.Result.Decision {

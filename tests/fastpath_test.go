@@ -1,0 +1,91 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cordon-sandbox/cordon/internal/testcap"
+)
+
+// TestFastPathSharedMappingFlip: an allowed program's bytes (cat's) are in a
+// writable file when cordon reads its content to recognise it; right after
+// that read (inotify's close-nowrite), a shared writable mapping whose pages
+// were all written before turns it into uname (denied: default deny), and
+// the mapping is dropped before the kernel opens the file. The file's
+// device, inode, size, mtime and ctime never change. The exec event must
+// decide what was mapped, not keep the check's answer: before the fix the
+// payload ran within a few attempts.
+func TestFastPathSharedMappingFlip(t *testing.T) {
+	requireSeccompNotify(t)
+	// The interpreter itself, not a wrapper earlier on PATH (pyenv's shims
+	// are shell scripts, which the default deny would refuse).
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", python)
+	}
+	script := `
+import ctypes, mmap, os, sys
+P = open('/usr/bin/cat', 'rb').read()
+D = open('/usr/bin/uname', 'rb').read()
+assert len(D) <= len(P)
+D += b'\0' * (len(P) - len(D))
+libc = ctypes.CDLL(None, use_errno=True)
+path = os.path.abspath('cat')
+ran = 0
+for attempt in range(60):
+    try: os.unlink(path)
+    except FileNotFoundError: pass
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o755); os.write(fd, P)
+    m = mmap.mmap(fd, len(P), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE); os.close(fd)
+    m[:] = P
+    ino = libc.inotify_init1(0); libc.inotify_add_watch(ino, path.encode(), 0x10)
+    pid = os.fork()
+    if pid == 0:
+        os.close(ino); m.close()
+        try: os.execv(path, ['uname', '-s'])
+        except OSError as e: os._exit(100 + e.errno)
+    os.read(ino, 4096)
+    m[:] = D; m.close()
+    _, st = os.waitpid(pid, 0); os.close(ino)
+    if st == 0: ran += 1
+print('payload ran', ran)
+`
+	r := cordon(t, "--default", "deny", "--allow", "python3 ...", "--allow", "cat ...", "--", python, "-c", script)
+	assert.Contains(t, r.stdout, "payload ran 0\n", "stderr: %s", r.stderr)
+	assert.NotContains(t, r.stdout, "Linux")
+}
+
+// TestFastPathLoaderWorkingDirectory: ld.so ./true push, where ./true is
+// true in /usr/bin (read-only) and git in a writable directory, while
+// another thread of the caller moves the shared working directory between
+// the two. The loader opens ./true after the exec, so the exec event must
+// resolve it again in the working directory the exec left (no other task
+// shares it then): before the fix git push reached the remote.
+func TestFastPathLoaderWorkingDirectory(t *testing.T) {
+	requireSeccompNotify(t)
+	git := requireTool(t, "git")
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", loader)
+	}
+	work := filepath.Join(t.TempDir(), "work")
+	newRepo(t, []string{"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@example.com"}, work)
+	// The remote inside the working directory: the sandbox sees no other
+	// part of the host's /tmp.
+	remote := filepath.Join(work, "remote.git")
+	hostGit(t, nil, work, "init", "-q", "--bare", remote)
+	hostGit(t, nil, work, "remote", "add", "origin", remote)
+	flip := buildC(t, work, "ldcwdflip.c", "ldcwdflip") // the sandbox's /tmp is its own: inside the working directory
+	evil := filepath.Join(work, "evil")
+	require.NoError(t, os.Mkdir(evil, 0o755))
+	require.NoError(t, os.Symlink(git, filepath.Join(evil, "true")))
+	marker := filepath.Join(remote, "refs", "heads", "pwned")
+
+	r := runCordon(t, runOpts{dir: work}, "--deny", "git push", "--", flip, evil, marker, "300")
+	assert.Contains(t, r.stdout, "no push in 300 attempts", "stderr: %s", r.stderr)
+	assert.NoFileExists(t, marker)
+}
