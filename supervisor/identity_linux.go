@@ -24,6 +24,14 @@ type target struct {
 	fd       int  // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
 	id       policy.FileID
 	path     string // canonical absolute path in the sandbox's view (symlinks followed)
+	// unsealed says the file is a memfd not sealed with F_SEAL_WRITE: a
+	// shared writable mapping of it (which exec does not refuse for a memfd,
+	// as it does with ETXTBSY for a file) can rewrite the program after its
+	// exec was checked and verified, while it runs. Such a program never
+	// runs (judge.decide). With the seal, no writable mapping exists (the
+	// seal cannot be added while one does) and none can be made; seals are
+	// never removed.
+	unsealed bool
 	// mapped says the file is a process's image (/proc/PID/exe at its exec
 	// event): the file a loader mapped, which is never a #! script
 	// (binfmt_script and binfmt_misc hand the exec to an interpreter and
@@ -160,6 +168,7 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 	if p, err := readlinkSelfFD(fd); err == nil {
 		if strings.HasPrefix(p, "/memfd:") {
 			t.writable = true
+			t.unsealed = !memfdSealed(fd)
 		}
 		if strings.HasPrefix(p, "/") {
 			t.path = p
@@ -782,4 +791,18 @@ func neverRun(paths []string) map[[2]uint64]bool {
 		}
 	}
 	return ids
+}
+
+// memfdSealed reports whether the memfd fd (O_PATH) carries F_SEAL_WRITE.
+// fcntl does not read seals through O_PATH: it is reopened read-only
+// through /proc/self/fd. Anything it cannot tell reads as unsealed.
+func memfdSealed(fd int) bool {
+	dir, name := selfFD(fd)
+	rd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(rd)
+	seals, err := unix.FcntlInt(uintptr(rd), unix.F_GET_SEALS, 0)
+	return err == nil && seals&unix.F_SEAL_WRITE != 0
 }

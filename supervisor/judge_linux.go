@@ -52,6 +52,11 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 		d.Reason = reasonNeverRun
 		return unix.EPERM
 	}
+	if tgt.unsealed {
+		d.Result = policy.Result{Decision: policy.Deny}
+		d.Reason = reasonUnsealed
+		return unix.EPERM
+	}
 	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
 	d.Exec.Resolved = tgt.path
 	d.image, d.imageKnown = tgt.id, true
@@ -101,6 +106,11 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 			return errno // a missing interpreter fails the exec as the kernel would
 		}
 		opened = append(opened, it.fd)
+		if it.unsealed {
+			d.Result = policy.Result{Decision: policy.Deny}
+			d.Reason = reasonUnsealed
+			return unix.EPERM
+		}
 		if j.files.neverRun[[2]uint64{it.id.Dev, it.id.Ino}] {
 			d.Result = policy.Result{Decision: policy.Deny}
 			d.Reason = reasonNeverRun

@@ -3,8 +3,9 @@
 //
 //	execat dirfd DIR NAME ARGV0 ARGS...   execveat(open(DIR), NAME, ...)
 //	execat opath FILE ARGV0 ARGS...       execveat(open(FILE, O_PATH), "", AT_EMPTY_PATH)
-//	execat memfd FILE ARGV0 ARGS...       FILE's bytes copied into a memfd, fexecve'd
+//	execat memfd FILE ARGV0 ARGS...       FILE's bytes copied into a memfd, sealed, fexecve'd
 //	execat procfd FILE ARGV0 ARGS...      the same memfd run as execve("/proc/self/fd/N")
+//	execat unsealed FILE ARGV0 ARGS...    memfd's, without F_SEAL_WRITE
 //	execat unlinked FILE ARGV0 ARGS...    FILE copied to ./.execat-copy, opened, unlinked, fexecve'd
 //
 // On failure it prints "execat: <mode>: <strerror>" and exits 126 for EPERM,
@@ -72,12 +73,15 @@ int main(int argc, char **argv) {
 		sys_execveat(fd, "", args, AT_EMPTY_PATH);
 		die("execveat");
 	}
-	if (strcmp(mode, "memfd") == 0 || strcmp(mode, "procfd") == 0) {
+	if (strcmp(mode, "memfd") == 0 || strcmp(mode, "procfd") == 0 || strcmp(mode, "unsealed") == 0) {
 		// Not MFD_CLOEXEC: /proc/self/fd/N must still name it during exec.
-		int fd = memfd_create("payload", 0);
+		int fd = memfd_create("payload", MFD_ALLOW_SEALING);
 		if (fd < 0)
 			die("memfd_create");
 		copyInto(argv[2], fd);
+		// cordon runs a memfd only when it cannot be written any more.
+		if (mode[0] != 'u' && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+			die("F_ADD_SEALS");
 		// Exec needs no writer (ETXTBSY): reopen read-only, drop the writer.
 		char p[64];
 		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
@@ -85,7 +89,7 @@ int main(int argc, char **argv) {
 		if (ro < 0)
 			die("reopen memfd");
 		close(fd);
-		if (mode[0] == 'm') {
+		if (mode[0] != 'p') {
 			sys_execveat(ro, "", args, AT_EMPTY_PATH);
 			die("execveat");
 		}
