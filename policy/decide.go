@@ -156,11 +156,12 @@ func (d *decider) multiCallOf(base string, identity bool) (*multiCallProg, bool)
 		return mc, mc != nil
 	}
 	if mc != nil {
-		return mc, d.same(mc.name)
+		return mc, d.sameVouched(mc.name)
 	}
 	for i := range multiCall {
 		if d.same(multiCall[i].name) {
-			return &multiCall[i], true
+			// A copy the sandbox made under the name is no proof.
+			return &multiCall[i], d.sameVouched(multiCall[i].name)
 		}
 	}
 	return nil, false
@@ -243,7 +244,7 @@ func (d *decider) named(base, prog string, argv []string, identity bool) {
 	if identity && !d.denyOnly {
 		best, rule := d.best, d.rule
 		d.byBase(base, argv)
-		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !d.same(base) {
+		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !d.sameVouched(base) {
 			d.best, d.rule = best, rule
 			d.denyOnly = true
 			d.byBase(base, argv)
@@ -336,7 +337,16 @@ func (d *decider) identify(base string, argv []string, mc *multiCallProg) {
 			continue
 		}
 		if d.same(e.name) {
-			d.run(e.matchers, argv)
+			if d.denyOnly || d.sameVouched(e.name) {
+				d.run(e.matchers, argv)
+			} else {
+				// The same file as, or a copy of, a file the sandbox
+				// could have put under the name: its deny and ask rules
+				// only.
+				d.denyOnly = true
+				d.run(e.matchers, argv)
+				d.denyOnly = false
+			}
 		}
 	}
 }
@@ -354,8 +364,20 @@ func (d *decider) sameAsAny(names []string) bool {
 // same reports whether the top exec's file is a file name stands for, or has
 // the same content as one. Content is compared only for files of equal size.
 func (d *decider) same(name string) bool {
+	return d.sameAs(d.p.files.Lookup(name))
+}
+
+// sameVouched is same for an allow: only the files the sandbox could not
+// have put under name count as name (see Vouching).
+func (d *decider) sameVouched(name string) bool {
+	if v, ok := d.p.files.(Vouching); ok {
+		return d.sameAs(v.LookupVouched(name))
+	}
+	return d.same(name)
+}
+
+func (d *decider) sameAs(ids []FileID) bool {
 	f := d.top.File
-	ids := d.p.files.Lookup(name)
 	for _, id := range ids {
 		if id.Same(f) {
 			return true

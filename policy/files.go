@@ -50,6 +50,20 @@ type Files interface {
 	Digest(f FileID) (sum [32]byte, ok bool)
 }
 
+// Vouching is implemented by a Files that can tell which of a name's files
+// the sandbox could have put under that name itself: a copy of python
+// named ls, or a symlink to it, in a PATH directory the workload can write.
+// Such a file still stands for the name when a rule would deny or ask (a
+// stricter decision); an allow rule takes only the others as the name's
+// identity, and so does the proof that a file is a multi-call program
+// (busybox, whose argv[0] then chooses the program). Without Vouching,
+// every file Lookup gives counts for both.
+type Vouching interface {
+	// LookupVouched is Lookup without the files the sandbox could have
+	// placed or replaced under name.
+	LookupVouched(name string) []FileID
+}
+
 // Resolver is implemented by a Files that can also resolve a path the exec
 // names as an argument: the program a dynamic loader is asked to run
 // (ld.so ./renamed-git push). Such a program is never exec'd itself, so the

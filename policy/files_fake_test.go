@@ -20,3 +20,20 @@ func (f *fakeFiles) Digest(id FileID) ([32]byte, bool) {
 	s, ok := f.sums[id]
 	return s, ok
 }
+
+// vouchingFiles is fakeFiles that also says which files the sandbox could
+// not have put under their names (policy.Vouching).
+type vouchingFiles struct {
+	*fakeFiles
+	planted map[FileID]bool // found only where the sandbox can write
+}
+
+func (v *vouchingFiles) LookupVouched(name string) []FileID {
+	var out []FileID
+	for _, id := range v.names[name] {
+		if !v.planted[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -270,6 +270,11 @@ type fileCache struct {
 type lookupEntry struct {
 	ids []policy.FileID
 	at  time.Time
+	// paths[i] are the candidate paths (PATH directory + name) that led to
+	// ids[i], for LookupVouched; vouched is its answer, made on first use.
+	paths   [][]string
+	vouched []policy.FileID
+	checked bool // vouched is made
 }
 
 func newFiles(sandbox *sandboxView, searchPath string) *files {
@@ -333,6 +338,7 @@ func (f *files) Lookup(name string) []policy.FileID {
 		return e.ids
 	}
 	var ids []policy.FileID
+	var paths [][]string
 	at := time.Now()
 	root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -374,7 +380,7 @@ func (f *files) Lookup(name string) []policy.FileID {
 				cands = append(cands, l.match(d, name)...)
 			}
 		}
-		seen := map[[2]uint64]bool{}
+		seen := map[[2]uint64]int{}
 		for _, c := range cands {
 			how := inRoot
 			fd, err := unix.Openat2(root, c, &how)
@@ -384,16 +390,71 @@ func (f *files) Lookup(name string) []policy.FileID {
 			id, mode, err := fstatID(fd)
 			unix.Close(fd)
 			key := [2]uint64{id.Dev, id.Ino}
-			if err != nil || mode&unix.S_IFMT != unix.S_IFREG || seen[key] {
+			if err != nil || mode&unix.S_IFMT != unix.S_IFREG {
 				continue
 			}
-			seen[key] = true
+			if i, ok := seen[key]; ok {
+				paths[i] = append(paths[i], c)
+				continue
+			}
+			seen[key] = len(ids)
 			f.where[key] = c
 			ids = append(ids, id)
+			paths = append(paths, []string{c})
 		}
 	}
-	f.lookups[name] = lookupEntry{ids: ids, at: at}
+	f.lookups[name] = lookupEntry{ids: ids, at: at, paths: paths}
 	return ids
+}
+
+// LookupVouched implements policy.Vouching: Lookup's files for name,
+// without those the sandbox could have put under the name itself. A file
+// counts when one of the paths it was found by lies on read-only mounts
+// all the way (walkReadOnly: every directory, every symlink followed, the
+// file): a PATH directory the sandbox can write (a virtualenv's bin,
+// node_modules/.bin, the working directory) could hold a copy of python
+// named ls, or a symlink to it, and an allow rule for ls must not take
+// that for ls. Deny rules still use every file (Lookup).
+//
+// Mount flags bound what the sandbox can write only when its root is
+// read-only (bubblewrap's tier). In the landlock tier the root is the
+// host's, writable as a mount, and Landlock decides what is written:
+// there every file counts, as before (README: limits).
+//
+// It is made on first use from the answer Lookup cached, and dated with
+// it: it expires when that answer does.
+func (f *files) LookupVouched(name string) []policy.FileID {
+	ids := f.Lookup(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.lookups[name]
+	if !ok || time.Since(e.at) >= lookupTTL {
+		return nil // no answer (see Lookup): nothing vouched for
+	}
+	if e.checked {
+		return e.vouched
+	}
+	root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	if !readOnlyMount(root) {
+		e.vouched = ids
+	} else {
+		e.vouched = nil
+		for i, id := range e.ids {
+			for _, c := range e.paths[i] {
+				if walkReadOnly(root, c) {
+					e.vouched = append(e.vouched, id)
+					break
+				}
+			}
+		}
+	}
+	e.checked = true
+	f.lookups[name] = e
+	return e.vouched
 }
 
 // dirListing is the names one PATH directory held when it was read, as

@@ -114,6 +114,7 @@ type recordingFiles struct {
 var (
 	_ policy.Files    = (*recordingFiles)(nil)
 	_ policy.Resolver = (*recordingFiles)(nil)
+	_ policy.Vouching = (*recordingFiles)(nil)
 )
 
 func (r *recordingFiles) start(now time.Time) {
@@ -130,14 +131,28 @@ func (r *recordingFiles) stop() (time.Time, bool) {
 // Lookup implements policy.Files.
 func (r *recordingFiles) Lookup(name string) []policy.FileID {
 	ids := r.files.Lookup(name)
-	if r.on {
-		at, ok := r.files.answeredAt(name)
-		if !ok {
-			r.volatile = true
-		} else if exp := at.Add(lookupTTL); exp.Before(r.expires) {
-			r.expires = exp
-		}
+	r.note(name)
+	return ids
+}
+
+// note dates the decision being recorded with the answer for name.
+func (r *recordingFiles) note(name string) {
+	if !r.on {
+		return
 	}
+	at, ok := r.files.answeredAt(name)
+	if !ok {
+		r.volatile = true
+	} else if exp := at.Add(lookupTTL); exp.Before(r.expires) {
+		r.expires = exp
+	}
+}
+
+// LookupVouched implements policy.Vouching, dated as Lookup's answer for
+// name (it is made from it).
+func (r *recordingFiles) LookupVouched(name string) []policy.FileID {
+	ids := r.files.LookupVouched(name)
+	r.note(name)
 	return ids
 }
 

@@ -335,6 +335,15 @@ func TestPolicyShow(t *testing.T) {
 func TestFencePolicy(t *testing.T) {
 	requireSeccompNotify(t)
 	gw := newGitWorld(t)
+	// fence's allow entry names git: it vouches only for a git the sandbox
+	// could not have put on its PATH itself, so the fake git lives where
+	// the sandbox sees it read-only (the working directory's bin is
+	// writable there; README: programs by identity).
+	ro, err := os.MkdirTemp("/var/tmp", "cordon-fence-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(ro) })
+	writeScript(t, ro, "git", `echo "git ran: $*"`)
+	gw.env[0] = "PATH=" + ro + ":" + os.Getenv("PATH")
 	writeFile(t, gw.dir, "fence.json", `{
   // a fence config, comments and all
   "network": {"allowedDomains": ["github.com"]},
