@@ -190,21 +190,6 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 	if err := add(fp.DenyWrite, false); err != nil {
 		return nil, err
 	}
-	// The placeholder for unreadable files is made while the rules are
-	// walked (a directory and a file on the host's /tmp: ~0.3 ms of the
-	// file system's journal, on the start-up's critical path when made
-	// after the walk). Whether it is needed is known only after the
-	// walk: unneeded, it is removed before planFiles returns, and on
-	// every failure too.
-	var ph *placeholderJob
-	if len(fp.DenyRead) > 0 {
-		ph = startPlaceholder()
-		defer func() {
-			if ph != nil {
-				ph.discard()
-			}
-		}()
-	}
 	found, err := findMatches(rules, roots, &fl.gitDirs)
 	if err != nil {
 		return nil, err
@@ -285,52 +270,11 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 	}
 	fl.names = protectedNames(fp.DenyWrite)
 	if len(fl.unreadable) > 0 {
-		if ph == nil {
-			// Unreachable: unreadable paths come from deny_read rules.
-			ph = startPlaceholder()
-		}
-		dir, err := ph.take()
-		ph = nil
-		if err != nil {
+		if err := fl.makePlaceholder(); err != nil {
 			return nil, &SetupError{Err: err}
 		}
-		fl.placeholder = dir
 	}
 	return fl, nil
-}
-
-// placeholderJob is makePlaceholder running on its own goroutine.
-type placeholderJob struct {
-	done chan struct{}
-	dir  string
-	err  error
-}
-
-func startPlaceholder() *placeholderJob {
-	j := &placeholderJob{done: make(chan struct{})}
-	go func() {
-		defer close(j.done)
-		var fl fileLayout
-		j.err = fl.makePlaceholder()
-		j.dir = fl.placeholder
-	}()
-	return j
-}
-
-// take waits for the placeholder and hands it over: its remover is now
-// the layout's cleanup.
-func (j *placeholderJob) take() (string, error) {
-	<-j.done
-	return j.dir, j.err
-}
-
-// discard waits for the placeholder and removes it: nothing is bound
-// over it.
-func (j *placeholderJob) discard() {
-	<-j.done
-	if j.dir != "" {
-		_ = os.RemoveAll(j.dir)
-	}
 }
 
 func listName(read bool) string {
@@ -558,30 +502,7 @@ func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[strin
 		if base == "/" {
 			baseDepth = 0
 		}
-		// What is read ahead: not what the walk skips whatever it
-		// finds (a git directory's data, when no deny_read rule walks
-		// it; below the depth any rule of this base can match), nor an
-		// entry named as a rule's literal last component (.git/hooks,
-		// .vscode), which matches and is covered whole. A hint only:
-		// the walk reads what it enters either way.
-		w := &walker{want: func(p, name string) bool {
-			if !readRules && gitBulk[name] {
-				return false
-			}
-			if real != base {
-				p = base + strings.TrimPrefix(p, real)
-			}
-			if maxDepth > 0 && strings.Count(p, "/")-baseDepth >= maxDepth {
-				return false
-			}
-			for _, i := range idx {
-				if r := &rules[i]; !r.rule.Exception() && r.rule.Glob() != policy.GitName && (r.last == name || (r.literal && r.name == name)) {
-					return false
-				}
-			}
-			return true
-		}}
-		err = w.walkDir(real, func(p string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
 			if real != base {
 				p = base + strings.TrimPrefix(p, real)
 			}
@@ -615,9 +536,6 @@ func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[strin
 					if hm, ok := test(hooks, "hooks"); ok && !hm.read && os.Mkdir(hooks, 0o755) == nil {
 						hm.created = true
 						record(hooks, hm)
-						// Listed again, with hooks in it, as
-						// the sequential walk would.
-						w.forget(filepath.Join(real, strings.TrimPrefix(p, base)))
 					}
 				}
 			}
