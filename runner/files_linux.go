@@ -655,8 +655,33 @@ func excepted(rules []anchored, read bool, p string) bool {
 	return false
 }
 
+// placeholderParents lists where the placeholder's directory is made, in
+// order of preference: memory file systems first (the user's runtime
+// directory, then /dev/shm), where making and removing a directory and a
+// file costs ~30 µs against ~200 µs on an ext4 /tmp, on the start-up's
+// critical path; then the temporary directory, as before. Each is a place
+// every user may make private directories in (MkdirTemp: mode 0700, a
+// fresh random name), and what is bound is the inode, not the path: where
+// it lives changes nothing the sandbox sees but a mount's source name.
+func placeholderParents() []string {
+	var out []string
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		out = append(out, d)
+	}
+	return append(out, "/dev/shm", os.TempDir())
+}
+
 func (fl *fileLayout) makePlaceholder() error {
-	dir, err := os.MkdirTemp("", "cordon-files-")
+	var dir string
+	var err error
+	for _, parent := range placeholderParents() {
+		// The first that takes a private directory: a missing or
+		// read-only /dev/shm (some containers) falls through to the
+		// temporary directory, whose failure is the one reported.
+		if dir, err = os.MkdirTemp(parent, "cordon-files-"); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("making the placeholder for unreadable files: %w", err)
 	}

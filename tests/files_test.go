@@ -4,11 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // defaultSecrets are files the built-in deny_read list covers, relative to
@@ -498,4 +500,64 @@ func TestFilesProtectedNameAnyCase(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(dir, n))
 		assert.NoDirExists(t, filepath.Join(dir, n))
 	}
+}
+
+// TestFilesPlaceholderLocation: the mode-000 file bound over unreadable
+// files is made in the user's runtime directory when there is one (a
+// memory file system in practice: cheaper to make on the start-up's path),
+// else /dev/shm, else the temporary directory; wherever it is made, the
+// secret stays unreadable, the cover's mode cannot be changed, and the
+// placeholder's directory is gone once the run is over.
+func TestFilesPlaceholderLocation(t *testing.T) {
+	requireSeccompNotify(t)
+	home := scratchHome(t)
+	secret := filepath.Join(home, ".ssh/id_ed25519")
+	script := "cat " + shq(secret) + " 2>&1; chmod 644 " + shq(secret) + " 2>&1; grep cordon-files- /proc/self/mountinfo; true"
+	// run checks the secret and returns the placeholder's directory's
+	// name and the mount line that shows where it was.
+	run := func(t *testing.T, env ...string) (string, string) {
+		t.Helper()
+		r := runCordon(t, runOpts{env: append(homeEnv(home), env...)}, "--", "sh", "-c", script)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, secret+": Permission denied")
+		assert.NotContains(t, r.stdout, "SECRET")
+		assert.Contains(t, r.stdout, "changing permissions of '"+secret+"': Read-only file system")
+		line := ""
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(l, " "+secret+" ") {
+				line = l
+			}
+		}
+		name := regexp.MustCompile(`cordon-files-[0-9]+`).FindString(line)
+		require.NotEmpty(t, name, "the secret is covered by the placeholder: %s", r.stdout)
+		return name, line
+	}
+	gone := func(t *testing.T, p string) {
+		t.Helper()
+		_, err := os.Lstat(p)
+		assert.True(t, os.IsNotExist(err), "the placeholder's directory %s is removed after the run (%v)", p, err)
+	}
+	t.Run("runtime directory", func(t *testing.T) {
+		// Outside /tmp, on the disk: the mount's root then names the
+		// runtime directory itself, which shows where it was made.
+		dir, err := os.MkdirTemp("/var/tmp", "cordon-run-")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		name, line := run(t, "XDG_RUNTIME_DIR="+dir)
+		assert.Contains(t, line, dir+"/"+name+"/denied", "the cover's source is in XDG_RUNTIME_DIR")
+		gone(t, filepath.Join(dir, name))
+	})
+	t.Run("unusable runtime directory", func(t *testing.T) {
+		// A runtime directory that does not exist is passed over, as
+		// /dev/shm would be where it is missing or read-only: the
+		// start does not fail for want of a cheaper place.
+		missing := filepath.Join(t.TempDir(), "gone")
+		name, line := run(t, "XDG_RUNTIME_DIR="+missing)
+		assert.NotContains(t, line, missing)
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+			assert.NotContains(t, line, filepath.Join(os.TempDir(), name), "a writable /dev/shm comes before the temporary directory")
+			gone(t, filepath.Join("/dev/shm", name))
+		}
+		gone(t, filepath.Join(os.TempDir(), name))
+	})
 }
