@@ -656,19 +656,19 @@ func excepted(rules []anchored, read bool, p string) bool {
 }
 
 // placeholderParents lists where the placeholder's directory is made, in
-// order of preference: memory file systems first (the user's runtime
-// directory, then /dev/shm), where making and removing a directory and a
-// file costs ~30 µs against ~200 µs on an ext4 /tmp, on the start-up's
-// critical path; then the temporary directory, as before. Each is a place
-// every user may make private directories in (MkdirTemp: mode 0700, a
-// fresh random name), and what is bound is the inode, not the path: where
-// it lives changes nothing the sandbox sees but a mount's source name.
+// order of preference: /dev/shm, a memory file system, where making and
+// removing a directory and a file costs ~30 µs against ~200 µs on an ext4
+// /tmp, on the start-up's path (the removal too: it runs between the
+// handshake and the supervisor's start); then the temporary directory, as
+// before. Both are shared directories, world-writable and sticky, where
+// MkdirTemp makes a private one (mode 0700, a fresh random name); what is
+// bound is the inode, so where it lives changes nothing the sandbox sees
+// but a mount's source name. $XDG_RUNTIME_DIR is not used: users bind it
+// into sandboxes writable (for the sockets in it) far more often than
+// /dev/shm or /tmp, and a sandbox that can write where the placeholder is
+// made could change it while another run sets up.
 func placeholderParents() []string {
-	var out []string
-	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		out = append(out, d)
-	}
-	return append(out, "/dev/shm", os.TempDir())
+	return []string{"/dev/shm", os.TempDir()}
 }
 
 func (fl *fileLayout) makePlaceholder() error {

@@ -217,8 +217,8 @@ func (h *harness) checkFlags() string {
 	}
 	prefix := append([]string(nil), words[:n-2]...)
 	// Unreadable files are covered by a placeholder that cordon makes per
-	// run (in a cordon-files-* directory: the runtime directory, /dev/shm
-	// or the temporary directory) and removes after it: the baseline binds one of its own, made
+	// run (in a cordon-files-* directory: /dev/shm or the temporary
+	// directory) and removes after it: the baseline binds one of its own, made
 	// the same way (an empty mode-000 file).
 	for i, w := range prefix {
 		if i > 0 && prefix[i-1] == "--ro-bind" && strings.HasPrefix(filepath.Base(filepath.Dir(w)), "cordon-files-") {
