@@ -4,11 +4,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 )
 
 // defaultSecrets are files the built-in deny_read list covers, relative to
@@ -498,4 +502,76 @@ func TestFilesProtectedNameAnyCase(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(dir, n))
 		assert.NoDirExists(t, filepath.Join(dir, n))
 	}
+}
+
+// TestFilesPlaceholderLocation: the mode-000 file bound over unreadable
+// files is made in /dev/shm (a memory file system: cheaper to make on the
+// start-up's path), or in the temporary directory when /dev/shm cannot take
+// it (here: a read-only /dev/shm in a mount namespace of the test's own);
+// wherever it is made, the secret stays unreadable, the cover's mode cannot
+// be changed, and the placeholder's directory is gone after the run.
+func TestFilesPlaceholderLocation(t *testing.T) {
+	requireSeccompNotify(t)
+	home := scratchHome(t)
+	secret := filepath.Join(home, ".ssh/id_ed25519")
+	script := "cat " + shq(secret) + " 2>&1; chmod 644 " + shq(secret) + " 2>&1; grep cordon-files- /proc/self/mountinfo; true"
+	// check checks the secret and returns the placeholder's directory's
+	// name and the mount line that shows where it was.
+	check := func(t *testing.T, r result) (string, string) {
+		t.Helper()
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, r.stdout, secret+": Permission denied")
+		assert.NotContains(t, r.stdout, "SECRET")
+		assert.Contains(t, r.stdout, "changing permissions of '"+secret+"': Read-only file system")
+		line := ""
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(l, " "+secret+" ") {
+				line = l
+			}
+		}
+		name := regexp.MustCompile(`cordon-files-[0-9]+`).FindString(line)
+		require.NotEmpty(t, name, "the secret is covered by the placeholder: %s", r.stdout)
+		return name, line
+	}
+	gone := func(t *testing.T, p string) {
+		t.Helper()
+		_, err := os.Lstat(p)
+		assert.True(t, os.IsNotExist(err), "the placeholder's directory %s is removed after the run (%v)", p, err)
+	}
+	t.Run("/dev/shm", func(t *testing.T) {
+		if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() || unix.Access("/dev/shm", unix.W_OK) != nil {
+			testcap.SkipOrFail(t, "no writable /dev/shm here")
+		}
+		name, line := check(t, runCordon(t, runOpts{env: homeEnv(home)}, "--", "sh", "-c", script))
+		// Whether /dev/shm is a mount of its own (the mount's root is
+		// then /NAME/denied) or a directory of /'s.
+		assert.Regexp(t, ` (/dev/shm)?/`+name+`/denied`, line, "the cover comes from /dev/shm")
+		assert.NotContains(t, line, filepath.Join(os.TempDir(), name))
+		gone(t, filepath.Join("/dev/shm", name))
+	})
+	t.Run("read-only /dev/shm", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			testcap.SkipOrFail(t, "making /dev/shm read-only in a mount namespace needs root")
+		}
+		unshare := requireTool(t, "unshare")
+		// A private mount namespace where /dev/shm is a read-only
+		// tmpfs: cordon falls back to the temporary directory and the
+		// start does not fail for want of a cheaper place.
+		cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c",
+			`mount -t tmpfs -o ro tmpfs /dev/shm && exec "$@"`, "sh", cordonBin, "--", "sh", "-c", script)
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(append(os.Environ(), raceEnv), homeEnv(home)...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if err != nil {
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+			code = ee.ExitCode()
+		}
+		name, line := check(t, result{code: code, stdout: stdout.String(), stderr: stderr.String()})
+		assert.Contains(t, line, filepath.Join(os.TempDir(), name)+"/denied", "the cover comes from the temporary directory")
+		gone(t, filepath.Join(os.TempDir(), name))
+	})
 }

@@ -217,10 +217,11 @@ func (h *harness) checkFlags() string {
 	}
 	prefix := append([]string(nil), words[:n-2]...)
 	// Unreadable files are covered by a placeholder that cordon makes per
-	// run and removes after it: the baseline binds one of its own, made
+	// run (in a cordon-files-* directory: /dev/shm or the temporary
+	// directory) and removes after it: the baseline binds one of its own, made
 	// the same way (an empty mode-000 file).
 	for i, w := range prefix {
-		if i > 0 && prefix[i-1] == "--ro-bind" && strings.HasPrefix(w, filepath.Join(os.TempDir(), "cordon-files-")) {
+		if i > 0 && prefix[i-1] == "--ro-bind" && strings.HasPrefix(filepath.Base(filepath.Dir(w)), "cordon-files-") {
 			ph := filepath.Join(h.tmp, "denied")
 			if err := os.WriteFile(ph, nil, 0); err != nil && !os.IsExist(err) {
 				return "not checked: " + err.Error()
