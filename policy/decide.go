@@ -33,6 +33,10 @@ type decider struct {
 	// sum caches the digest of top's file: 0 not computed, 1 ok, 2 failed.
 	sumState uint8
 	sum      [32]byte
+	// planted says an allow rule naming the program did not apply because
+	// the file is one the sandbox could have put on its PATH (Vouching):
+	// a default deny then names PlantedRule, which says so.
+	planted bool
 }
 
 // better reports whether a matcher of rank r for rule i would replace the
@@ -245,6 +249,7 @@ func (d *decider) named(base, prog string, argv []string, identity bool) {
 		best, rule := d.best, d.rule
 		d.byBase(base, argv)
 		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !d.sameVouched(base) {
+			d.planted = d.planted || d.same(base)
 			d.best, d.rule = best, rule
 			d.denyOnly = true
 			d.byBase(base, argv)

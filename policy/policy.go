@@ -143,6 +143,17 @@ var WritableRule = Rule{
 	Source:   "deny_writable_exec",
 }
 
+// PlantedRule is the rule a Decide result names when the policy's default
+// denies (or asks about) a program an allow rule named, but whose file the
+// sandbox could have put on its PATH itself (see Vouching).
+var PlantedRule = Rule{
+	Decision: Deny,
+	Pattern:  "allow by name",
+	Message: "the program is in a PATH directory the sandbox can write, where it could have put anything under " +
+		"an allowed name, so an allow rule naming it does not apply: allow it by its absolute path if you trust what is there",
+	Source: "builtin",
+}
+
 // LoaderRule is the rule a Decide result names when the program a dynamic
 // loader is asked to run cannot be identified (see Resolver): fail closed.
 var LoaderRule = Rule{
@@ -616,6 +627,9 @@ func (p *Policy) Decide(e *Exec) Result {
 		return Result{Decision: Deny, Rule: d.forced}
 	}
 	if d.best == rankNone {
+		if d.planted && p.def != Allow {
+			return Result{Decision: p.def, Rule: &PlantedRule}
+		}
 		return Result{Decision: p.def}
 	}
 	r := &p.rules[d.rule]

@@ -26,7 +26,7 @@ const (
 	reasonUnidentified = "built-in: cannot identify the program"
 	reasonUnreadable   = "built-in: cannot read the program to tell whether it is a #! script"
 	reasonNeverRun     = "built-in: cordon's policy files and trust store never run"
-	reasonUnsealed     = "built-in: a program in memory (memfd) runs only when sealed against writes (F_SEAL_WRITE): otherwise a writable mapping can rewrite it while it runs"
+	reasonUnsealed     = "built-in: a program in memory (memfd) runs only when sealed against writes and shrinking (F_SEAL_WRITE, F_SEAL_SHRINK): otherwise it can be rewritten or truncated while it runs"
 )
 
 // sandboxView is what every caller is checked against before anything it

@@ -24,7 +24,8 @@ type target struct {
 	fd       int  // O_PATH, or -1 when it could not be opened for a reason other than the ones the kernel would report
 	id       policy.FileID
 	path     string // canonical absolute path in the sandbox's view (symlinks followed)
-	// unsealed says the file is a memfd not sealed with F_SEAL_WRITE: a
+	// unsealed says the file is a memfd not sealed with F_SEAL_WRITE and
+	// F_SEAL_SHRINK (see memfdSealed): a
 	// shared writable mapping of it (which exec does not refuse for a memfd,
 	// as it does with ETXTBSY for a file) can rewrite the program after its
 	// exec was checked and verified, while it runs. Such a program never
@@ -854,7 +855,10 @@ func neverRun(paths []string) map[[2]uint64]bool {
 	return ids
 }
 
-// memfdSealed reports whether the memfd fd (O_PATH) carries F_SEAL_WRITE.
+// memfdSealed reports whether the memfd fd (O_PATH) carries F_SEAL_WRITE
+// and F_SEAL_SHRINK: without the second, truncating it to zero and back
+// replaces the running program with zeros (a red team crashed an allowed
+// sleep so).
 // fcntl does not read seals through O_PATH: it is reopened read-only
 // through /proc/self/fd. Anything it cannot tell reads as unsealed.
 func memfdSealed(fd int) bool {
@@ -865,5 +869,6 @@ func memfdSealed(fd int) bool {
 	}
 	defer unix.Close(rd)
 	seals, err := unix.FcntlInt(uintptr(rd), unix.F_GET_SEALS, 0)
-	return err == nil && seals&unix.F_SEAL_WRITE != 0
+	const need = unix.F_SEAL_WRITE | unix.F_SEAL_SHRINK
+	return err == nil && seals&need == need
 }

@@ -71,10 +71,11 @@ func TestDenialLineIsPrintedOncePerExec(t *testing.T) {
 
 func TestPathProbesAreNotDenials(t *testing.T) {
 	requireSeccompNotify(t)
-	dir := fakeProgram(t, "tool")
+	dir := t.TempDir()
+	bin := fakeProgramVouched(t, "tool") // allowed by name: not planted by the sandbox
 	// Two missing directories before the real one: the shell's execve on
 	// each must fail with ENOENT, silently.
-	env := []string{"PATH=/nonexistent1:/nonexistent2:" + filepath.Join(dir, "bin") + ":" + os.Getenv("PATH")}
+	env := []string{"PATH=/nonexistent1:/nonexistent2:" + bin + ":" + os.Getenv("PATH")}
 	r := runCordon(t, runOpts{dir: dir, env: env}, "--default", "deny", "--allow", "sh", "--allow", "tool", "--", "sh", "-c", "tool x")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "tool ran: x")
@@ -261,4 +262,20 @@ func TestAuditLinesAfterAnswer(t *testing.T) {
 	}
 	assert.Equal(t, n, trues, "one line per /bin/true")
 	assert.Equal(t, []string{"/bin/echo", "last"}, execs[len(execs)-1].Argv, "the last exec, right before the exit, has its line")
+}
+
+// fakeProgramVouched is fakeProgram's bin directory where the sandbox sees it
+// read-only (under /var/tmp, outside the working directory): a program there
+// is one the sandbox could not have put on its PATH itself, so allow rules
+// naming it apply (README: programs by identity). It returns the directory
+// to put on PATH.
+func fakeProgramVouched(t *testing.T, name string) string {
+	t.Helper()
+	base, err := os.MkdirTemp("/var/tmp", "cordon-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	bin := filepath.Join(base, "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	writeScript(t, bin, name, `echo "`+name+` ran: $*"`)
+	return bin
 }

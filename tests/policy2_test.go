@@ -119,7 +119,7 @@ func TestPolicy2TestHint(t *testing.T) {
 // one-shot and in a daemon session (which gets the policy as a document).
 func TestPolicy2Run(t *testing.T) {
 	requireSeccompNotify(t)
-	gw := newGitWorld(t)
+	gw := newGitWorldVouched(t)
 	writeScript(t, gw.bin, "ssh", `echo "ssh ran: $*"`)
 	writeScript(t, gw.bin, "mytool", `echo "mytool ran: $*"`)
 	writeFile(t, gw.dir, "p.yaml", `default: deny
@@ -193,7 +193,7 @@ programs:
 // section decide real execs.
 func TestPolicy2RunImports(t *testing.T) {
 	requireSeccompNotify(t)
-	gw := newGitWorld(t)
+	gw := newGitWorldVouched(t)
 	writeScript(t, gw.bin, "ssh", `echo "ssh ran: $*"`)
 	writeFile(t, gw.dir, "codex.rules", `prefix_rule(pattern = ["git", ["push", "fetch"]], decision = "forbidden",
     justification = "no network from here", match = ["git push origin main"], not_match = ["git status"])

@@ -32,6 +32,19 @@ func newGitWorld(t *testing.T) gitWorld {
 	}}
 }
 
+// newGitWorldVouched is newGitWorld with the fake git's bin where the
+// sandbox sees it read-only, for tests whose allow rules name git (or
+// another program put in bin): a program in the working directory's bin is
+// one the sandbox could have put on its PATH, which meets deny and ask
+// rules only.
+func newGitWorldVouched(t *testing.T) gitWorld {
+	t.Helper()
+	w := newGitWorld(t)
+	w.bin = fakeProgramVouched(t, "git")
+	w.env[0] = "PATH=" + w.bin + ":" + os.Getenv("PATH")
+	return w
+}
+
 func (w gitWorld) run(t *testing.T, args ...string) result {
 	t.Helper()
 	return runCordon(t, runOpts{dir: w.dir, env: w.env}, args...)
@@ -160,7 +173,7 @@ func TestPolicyFileErrors(t *testing.T) {
 
 func TestFlagsAddToPolicyFile(t *testing.T) {
 	requireSeccompNotify(t)
-	gw := newGitWorld(t)
+	gw := newGitWorldVouched(t)
 	writeFile(t, gw.dir, "p.yaml", "default: deny\ndefaults: true\nrules:\n"+
 		"  - allow: [sh]\n  - allow: git {status,push}\n  - deny: git push\n    message: open a pull request instead\n")
 	tests := []struct {
@@ -334,16 +347,7 @@ func TestPolicyShow(t *testing.T) {
 
 func TestFencePolicy(t *testing.T) {
 	requireSeccompNotify(t)
-	gw := newGitWorld(t)
-	// fence's allow entry names git: it vouches only for a git the sandbox
-	// could not have put on its PATH itself, so the fake git lives where
-	// the sandbox sees it read-only (the working directory's bin is
-	// writable there; README: programs by identity).
-	ro, err := os.MkdirTemp("/var/tmp", "cordon-fence-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(ro) })
-	writeScript(t, ro, "git", `echo "git ran: $*"`)
-	gw.env[0] = "PATH=" + ro + ":" + os.Getenv("PATH")
+	gw := newGitWorldVouched(t)
 	writeFile(t, gw.dir, "fence.json", `{
   // a fence config, comments and all
   "network": {"allowedDomains": ["github.com"]},

@@ -32,7 +32,7 @@ int main(void) {
 	int src = open("/bin/echo", O_RDONLY), m = memfd_create("x", MFD_ALLOW_SEALING);
 	char buf[65536]; ssize_t n;
 	while ((n = read(src, buf, sizeof buf)) > 0) write(m, buf, n);
-	fcntl(m, F_ADD_SEALS, F_SEAL_WRITE);
+	fcntl(m, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK);
 	char *av[] = {"echo", "memfd-ran", 0}, *env[] = {0};
 	fexecve(m, av, env);
 	printf("fexecve: %s\n", strerror(errno));

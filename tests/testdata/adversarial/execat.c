@@ -5,7 +5,8 @@
 //	execat opath FILE ARGV0 ARGS...       execveat(open(FILE, O_PATH), "", AT_EMPTY_PATH)
 //	execat memfd FILE ARGV0 ARGS...       FILE's bytes copied into a memfd, sealed, fexecve'd
 //	execat procfd FILE ARGV0 ARGS...      the same memfd run as execve("/proc/self/fd/N")
-//	execat unsealed FILE ARGV0 ARGS...    memfd's, without F_SEAL_WRITE
+//	execat unsealed FILE ARGV0 ARGS...    memfd's, without seals
+//	execat writesealed FILE ARGV0 ARGS... memfd's, sealed against writes but not shrinking
 //	execat unlinked FILE ARGV0 ARGS...    FILE copied to ./.execat-copy, opened, unlinked, fexecve'd
 //
 // On failure it prints "execat: <mode>: <strerror>" and exits 126 for EPERM,
@@ -73,14 +74,18 @@ int main(int argc, char **argv) {
 		sys_execveat(fd, "", args, AT_EMPTY_PATH);
 		die("execveat");
 	}
-	if (strcmp(mode, "memfd") == 0 || strcmp(mode, "procfd") == 0 || strcmp(mode, "unsealed") == 0) {
+	if (strcmp(mode, "memfd") == 0 || strcmp(mode, "procfd") == 0 || strcmp(mode, "unsealed") == 0 ||
+	    strcmp(mode, "writesealed") == 0) {
 		// Not MFD_CLOEXEC: /proc/self/fd/N must still name it during exec.
 		int fd = memfd_create("payload", MFD_ALLOW_SEALING);
 		if (fd < 0)
 			die("memfd_create");
 		copyInto(argv[2], fd);
 		// cordon runs a memfd only when it cannot be written any more.
-		if (mode[0] != 'u' && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) < 0)
+		int seals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+		if (mode[0] == 'w')
+			seals = F_SEAL_WRITE;
+		if (mode[0] != 'u' && fcntl(fd, F_ADD_SEALS, seals) < 0)
 			die("F_ADD_SEALS");
 		// Exec needs no writer (ETXTBSY): reopen read-only, drop the writer.
 		char p[64];
