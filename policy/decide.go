@@ -70,6 +70,15 @@ func (d *decider) exec(e *Exec, depth int) {
 		}
 		// Rules naming the loader itself still apply.
 		d.named(base, prog, e.Argv, false)
+		if identity && !d.sameVouchedAny(loaderPaths) {
+			// Named like the loader, or a copy of one the sandbox
+			// could have put there: what it is asked to run may deny,
+			// never allow (a planted program named ld-linux*.so.2 is
+			// not the loader).
+			was := d.denyOnly
+			d.denyOnly = true
+			defer func() { d.denyOnly = was }()
+		}
 		if i := loaderTarget(e.Argv); i > 0 {
 			target := e.Argv[i]
 			argv := e.Argv[i:]
@@ -118,6 +127,12 @@ func (d *decider) exec(e *Exec, depth int) {
 			if d.tooDeep(depth) {
 				return
 			}
+			// MOD's own rules may deny or ask, never allow: python looks
+			// MOD up in the working directory and PYTHONPATH first, where
+			// the workload can put any ls.py (allow python itself, or
+			// "python3 -m pip ...", to allow it).
+			was := d.denyOnly
+			d.denyOnly = true
 			d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
 			// "python -m runpy MOD" runs MOD as __main__ (runpy's own
 			// main), so it is decided as MOD too, nesting counted.
@@ -133,6 +148,7 @@ func (d *decider) exec(e *Exec, depth int) {
 				}
 				d.exec(&Exec{Argv: argv, Path: mod}, depth+1)
 			}
+			d.denyOnly = was
 		}
 	}
 	if identity && d.best < rankFinal {
@@ -354,6 +370,16 @@ func (d *decider) identify(base string, argv []string, mc *multiCallProg) {
 			}
 		}
 	}
+}
+
+// sameVouchedAny is sameAsAny for an allow (see sameVouched).
+func (d *decider) sameVouchedAny(names []string) bool {
+	for _, n := range names {
+		if d.sameVouched(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameAsAny reports whether the top exec's file is one of names' files.

@@ -61,3 +61,45 @@ func TestVouchedIdentity(t *testing.T) {
 		assert.Equal(t, Allow, r.Decision)
 	})
 }
+
+// TestWrappersMustBeProven: a program that only looks like a wrapper (named
+// python3 or like the dynamic loader, in a place the sandbox could have
+// put it) cannot borrow the allow of what it says it runs, and python -m
+// MOD never gets MOD's allow: python finds MOD in the working directory
+// first (a planted ls.py). Denials still apply through both.
+func TestWrappersMustBeProven(t *testing.T) {
+	python := FileID{Dev: 1, Ino: 20, Size: 200}
+	loader := FileID{Dev: 1, Ino: 30, Size: 300}
+	planted := FileID{Dev: 2, Ino: 40, Size: 400}
+	ls := FileID{Dev: 1, Ino: 10, Size: 100}
+	fs := &vouchingFiles{fakeFiles: newFakeFiles(), planted: map[FileID]bool{}}
+	fs.add("ls", ls)
+	for _, n := range []string{"python3", "python", "python3.*"} {
+		fs.add(n, python)
+	}
+	for _, n := range loaderPaths {
+		fs.add(n, loader)
+	}
+	allow := compileRules(t, Deny, "allow ls ...").WithFiles(fs)
+	for _, tc := range []struct {
+		name string
+		exec Exec
+	}{
+		{"planted python3 -m ls", Exec{Argv: fields("./python3 -m ls"), Path: "./python3", Resolved: "/w/python3", File: planted, Known: true}},
+		{"planted loader runs ls", Exec{Argv: fields("./ld-linux-x86-64.so.2 /usr/bin/ls"), Path: "./ld-linux-x86-64.so.2", Resolved: "/w/ld-linux-x86-64.so.2", File: planted, Known: true}},
+		{"the real python3 -m ls", Exec{Argv: fields("python3 -m ls"), Path: "/usr/bin/python3", Resolved: "/usr/bin/python3", File: python, Known: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := allow.Decide(&tc.exec)
+			assert.Equal(t, Deny, r.Decision, r.RuleText())
+		})
+	}
+
+	deny := compileRules(t, Allow, "deny pip").WithFiles(fs)
+	r := deny.Decide(&Exec{Argv: fields("python3 -m pip install x"), Path: "/usr/bin/python3", Resolved: "/usr/bin/python3", File: python, Known: true})
+	assert.Equal(t, Deny, r.Decision, "python -m pip still meets pip's deny rules")
+
+	explicit := compileRules(t, Deny, "allow python3 -m pip ...").WithFiles(fs)
+	r = explicit.Decide(&Exec{Argv: fields("python3 -m pip list"), Path: "/usr/bin/python3", Resolved: "/usr/bin/python3", File: python, Known: true})
+	assert.Equal(t, Allow, r.Decision, "allowing python3 -m pip itself still works: %s", r.RuleText())
+}

@@ -115,5 +115,31 @@ cat -c 'print("python ran as cat")'; echo rc=$?
 		"--default", "deny", "--allow", "bash ...", "--allow", "ls ...", "--allow", "cat ...", "--", "/usr/bin/bash", "-c", script)
 	assert.NotContains(t, r.stdout, "python ran", "stderr: %s", r.stderr)
 	assert.Equal(t, "rc=126\nrc=126\n/\nreal-ok\n", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, `(rule: deny "allow by name": the program is in a PATH directory the sandbox can write`)
 	assert.Equal(t, 2, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
+}
+
+// TestWrapperLookalikesAreNotWrappers: in allowlist mode with allow "ls",
+// a program of the workload's named python3 (run as ./python3 -m ls) or
+// like the dynamic loader (./ld-linux-x86-64.so.2 /usr/bin/ls), and the
+// real python3 -m ls with a planted ./ls.py, must not run (before: each
+// was allowed as ls and ran the workload's code).
+func TestWrapperLookalikesAreNotWrappers(t *testing.T) {
+	requireSeccompNotify(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", python)
+	}
+	dir := t.TempDir()
+	planted := buildC(t, dir, "planted.c", "python3")
+	b, err := os.ReadFile(planted)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ld-linux-x86-64.so.2"), b, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ls.py"), []byte("print('PLANTED ls.py ran')\n"), 0o644))
+	script := `./python3 -m ls; ./ld-linux-x86-64.so.2 /usr/bin/ls; ` + python + ` -m ls; /usr/bin/ls -d / && echo real-ls-ok`
+	r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=/usr/bin:/bin"}},
+		"--default", "deny", "--allow", "bash ...", "--allow", "ls ...", "--", "/usr/bin/bash", "-c", script)
+	assert.NotContains(t, r.stdout, "PLANTED", "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "/\nreal-ls-ok\n")
+	assert.Equal(t, 3, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
 }
