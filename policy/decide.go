@@ -60,7 +60,15 @@ func (d *decider) tooDeep(depth int) bool {
 
 // exec decides e, which is top or something top turned out to run.
 func (d *decider) exec(e *Exec, depth int) {
-	prog := cleanAbs(e.Program())
+	// A known file is named by its resolved path alone: without one (a
+	// memfd, a deleted file, a path longer than the kernel renders) it
+	// has no name, and is decided by identity; the path called, the
+	// caller's string, only adds deny and ask rules (calledAs).
+	prog := e.Resolved
+	if prog == "" && !e.Known {
+		prog = e.Path
+	}
+	prog = cleanAbs(prog)
 	base := baseName(prog)
 	identity := e == d.top && d.p.files != nil && e.Known
 

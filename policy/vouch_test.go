@@ -103,3 +103,29 @@ func TestWrappersMustBeProven(t *testing.T) {
 	r = explicit.Decide(&Exec{Argv: fields("python3 -m pip list"), Path: "/usr/bin/python3", Resolved: "/usr/bin/python3", File: python, Known: true})
 	assert.Equal(t, Allow, r.Decision, "allowing python3 -m pip itself still works: %s", r.RuleText())
 }
+
+// TestKnownFileWithoutPathHasNoName: a file the supervisor identified but
+// could not name (a memfd, a path longer than the kernel renders) is not
+// named by the caller's path string either: "…/q/../../opt/tools/bin/gen"
+// cleans to a path an allow rule names while the kernel ran another file.
+// Its deny rules by the path called still apply.
+func TestKnownFileWithoutPathHasNoName(t *testing.T) {
+	fs := &vouchingFiles{fakeFiles: newFakeFiles(), planted: map[FileID]bool{}}
+	mine := FileID{Dev: 2, Ino: 9, Size: 10}
+	forged := "/w/s1/s2/q/../../../../opt/tools/bin/gen"
+	p := compileRules(t, Deny, "allow /opt/tools/bin/gen", "allow /usr/bin/*").WithFiles(fs)
+	for _, e := range []Exec{
+		{Argv: fields("gen"), Path: forged, File: mine, Known: true},
+		{Argv: fields("x"), Path: "", File: mine, Known: true},
+	} {
+		r := p.Decide(&e)
+		assert.Equal(t, Deny, r.Decision, "%q: %s", e.Path, r.RuleText())
+	}
+	// Not identified at all (no Files): the name is all there is, as before.
+	r := compileRules(t, Deny, "allow /opt/tools/bin/gen").Decide(&Exec{Argv: fields("gen"), Path: "/opt/tools/bin/gen"})
+	assert.Equal(t, Allow, r.Decision)
+	// Denials by the path called still apply to a known file without a name.
+	d := compileRules(t, Allow, "deny /opt/tools/bin/gen").WithFiles(fs)
+	r = d.Decide(&Exec{Argv: fields("gen"), Path: "/opt/tools/bin/gen", File: mine, Known: true})
+	assert.Equal(t, Deny, r.Decision)
+}

@@ -166,16 +166,31 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 	}
 	// For an fd opened inside the sandbox's mount namespace the kernel
 	// renders the path as the sandbox sees it.
+	// A file with no path of its own gets none: the policy then decides it
+	// by identity alone, never by a name (policy: a Known file's name is
+	// its Resolved path, never the path called). That is a memfd, whose
+	// link text is "/memfd:" + a name its maker chose ("x/../../usr/bin/true"
+	// cleaned to a path an allow rule names: a red team ran its own binary
+	// under allow "/usr/bin/*" so), a deleted file (its old path and
+	// " (deleted)"), and one whose path is longer than the kernel renders
+	// (readlink fails: ENAMETOOLONG).
 	if p, err := readlinkSelfFD(fd); err == nil {
-		if strings.HasPrefix(p, "/memfd:") {
+		switch {
+		case strings.HasPrefix(p, "/memfd:"):
 			t.writable = true
 			t.unsealed = !memfdSealed(fd)
-		}
-		if strings.HasPrefix(p, "/") {
+		case strings.HasSuffix(p, " (deleted)") && unlinked(fd):
+		case strings.HasPrefix(p, "/"):
 			t.path = p
 		}
 	}
 	return t, 0
+}
+
+// unlinked reports whether fd's file has no name left (a link count of 0).
+func unlinked(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) != nil || st.Nlink == 0
 }
 
 // readlinkSelfFD reads /proc/self/fd/FD with one readlinkat into a stack

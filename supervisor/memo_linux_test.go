@@ -3,6 +3,8 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,4 +201,45 @@ func TestDecisionMemoSkipsResolve(t *testing.T) {
 func decisionOf(j judge, e *policy.Exec) policy.Decision {
 	r, _ := j.policyDecide(e)
 	return r.Decision
+}
+
+// A file with no path of its own gets none from statTarget: a memfd (its
+// link text is a name its maker chose: "/memfd:x/../../usr/bin/true"),
+// and a file whose path is longer than the kernel renders. The policy then
+// decides it by identity alone (TestKnownFileWithoutPathHasNoName).
+func TestStatTargetNoMadeUpPath(t *testing.T) {
+	m, err := unix.MemfdCreate("x/../../usr/bin/true", unix.MFD_CLOEXEC)
+	require.NoError(t, err)
+	defer unix.Close(m)
+	_, err = unix.Write(m, []byte("\x7fELF"))
+	require.NoError(t, err)
+	require.NoError(t, unix.Fchmod(m, 0o755))
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(m), unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	tgt, errno := statTarget(os.Getpid(), fd)
+	require.Zero(t, errno)
+	defer unix.Close(tgt.fd)
+	assert.Empty(t, tgt.path, "a memfd's name is no path")
+
+	// A path of more than 4096 bytes: 20 directories of 250 characters.
+	dir, err := unix.Open(t.TempDir(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	name := strings.Repeat("d", 250)
+	for range 20 {
+		require.NoError(t, unix.Mkdirat(dir, name, 0o755))
+		next, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		unix.Close(dir)
+		dir = next
+	}
+	t.Cleanup(func() { unix.Close(dir) })
+	w, err := unix.Openat(dir, "prog", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o755)
+	require.NoError(t, err)
+	unix.Close(w)
+	fd, err = unix.Openat(dir, "prog", unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	tgt, errno = statTarget(os.Getpid(), fd)
+	require.Zero(t, errno)
+	defer unix.Close(tgt.fd)
+	assert.Empty(t, tgt.path, "a path too long to render is no path")
 }

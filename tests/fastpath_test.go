@@ -143,3 +143,31 @@ func TestWrapperLookalikesAreNotWrappers(t *testing.T) {
 	assert.Contains(t, r.stdout, "/\nreal-ls-ok\n")
 	assert.Equal(t, 3, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
 }
+
+// TestMemfdNameIsNoPath: a memfd's link text is a name its maker chose;
+// "x/../../usr/bin/true" made "/memfd:x/../../usr/bin/true (deleted)",
+// which cleaned to a path allow "/usr/bin/*" names, and the workload's own
+// binary ran (red team). A memfd is decided by identity alone.
+func TestMemfdNameIsNoPath(t *testing.T) {
+	requireSeccompNotify(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", python)
+	}
+	dir := t.TempDir()
+	buildC(t, dir, "planted.c", "planted")
+	script := `
+import fcntl, os
+fd = os.memfd_create("x/../../usr/bin/true", os.MFD_ALLOW_SEALING)
+os.write(fd, open("planted", "rb").read())
+fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK)
+try:
+    os.execve(fd, ["true"], {})
+except OSError as e:
+    print("refused", e.errno)
+`
+	r := runCordon(t, runOpts{dir: dir}, "--default", "deny", "--allow", "python3 ...", "--allow", "/usr/bin/*", "--", python, "-c", script)
+	assert.NotContains(t, r.stdout, "PLANTED", "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "refused 1\n", r.stderr)
+	assert.Contains(t, r.stderr, "cordon: denied:")
+}
