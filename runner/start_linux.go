@@ -362,6 +362,9 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 			return nil, err
 		}
 		cfg.Landlock.RestrictTCP = gated
+		// The supervisor's test of a PATH program the sandbox could have
+		// put there: mounts do not say in this tier, the writable set does.
+		sp.sup.Writable = cfg.Landlock.Write
 	}
 	if filtered && !cfg.Session {
 		cfg.Env = ProxyEnv(cfg.Env, sp.exe, ports)

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -48,6 +49,13 @@ func (c *immutableCache) immutable(root int, path string) bool {
 // under proc never qualifies: its links are magic (what /proc/PID/exe leads
 // to is not what its text says). Anything it cannot tell reads as false.
 func walkReadOnly(rootDir int, path string) bool {
+	return walkHeld(rootDir, path, readOnlyMount)
+}
+
+// walkHeld is walkReadOnly with held, instead of readOnlyMount, saying of
+// each directory walked and of the file whether the sandbox cannot change
+// it: for the landlock tier, whose mounts are the host's, outsideWritable.
+func walkHeld(rootDir int, path string, held func(fd int) bool) bool {
 	root, err := unix.FcntlInt(uintptr(rootDir), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return false
@@ -76,7 +84,7 @@ func walkReadOnly(rootDir int, path string) bool {
 			continue
 		}
 		dir := dirs[len(dirs)-1]
-		if !readOnlyMount(dir) {
+		if !held(dir) {
 			return false // the entry could be replaced
 		}
 		fd, err := unix.Openat(dir, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -106,7 +114,7 @@ func walkReadOnly(rootDir int, path string) bool {
 		case unix.S_IFDIR:
 			dirs = append(dirs, fd)
 		default:
-			ok := len(comps) == 0 && readOnlyMount(fd)
+			ok := len(comps) == 0 && held(fd)
 			unix.Close(fd)
 			return ok
 		}
@@ -132,4 +140,38 @@ func readlinkFD(fd int) (string, error) {
 		return "", err
 	}
 	return string(buf[:n]), nil
+}
+
+// outsideWritable returns a walkHeld test for a sandbox whose writes are
+// bounded by directories, not mounts (the landlock tier: Landlock grants
+// writing beneath each of writable and nowhere else): fd's path, as the
+// kernel renders it, must be none of them and lie beneath none of them,
+// and not in a proc file system. A path it cannot read counts as writable.
+func outsideWritable(writable []string) func(fd int) bool {
+	// The kernel renders a path with its symlinks resolved: compare with
+	// the set's real paths too (a writable /home that is a symlink).
+	var all []string
+	for _, w := range writable {
+		all = append(all, w)
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+			all = append(all, r)
+		}
+	}
+	writable = all
+	return func(fd int) bool {
+		p, err := readlinkSelfFD(fd)
+		if err != nil || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+			return false
+		}
+		var s unix.Statfs_t
+		if unix.Fstatfs(fd, &s) != nil || s.Type == unix.PROC_SUPER_MAGIC {
+			return false
+		}
+		for _, w := range writable {
+			if p == w || strings.HasPrefix(p, strings.TrimSuffix(w, "/")+"/") {
+				return false
+			}
+		}
+		return true
+	}
 }

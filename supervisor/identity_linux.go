@@ -281,6 +281,10 @@ type fileCache struct {
 	pre     *Prelisted                 // listings read on the host as the sandbox started (Prelist), or nil
 	where   map[[2]uint64]string       // guarded by mu: a path of each file Lookup found
 	digests map[policy.FileID][32]byte // guarded by mu
+	// writable is Options.Writable: where the sandbox can write when its
+	// mounts do not say (the landlock tier). Set before the first
+	// decision, then read-only.
+	writable []string
 }
 
 type lookupEntry struct {
@@ -434,8 +438,11 @@ func (f *files) Lookup(name string) []policy.FileID {
 //
 // Mount flags bound what the sandbox can write only when its root is
 // read-only (bubblewrap's tier). In the landlock tier the root is the
-// host's, writable as a mount, and Landlock decides what is written:
-// there every file counts, as before (README: limits).
+// host's, writable as a mount, and Landlock decides what is written: there
+// the walk asks instead whether each directory and the file lie beneath
+// the tier's writable set (Options.Writable, outsideWritable). A root
+// that is writable with no writable set given (tests' host views) vouches
+// for every file.
 //
 // It is made on first use from the answer Lookup cached, and dated with
 // it: it expires when that answer does.
@@ -455,13 +462,20 @@ func (f *files) LookupVouched(name string) []policy.FileID {
 		return nil
 	}
 	defer unix.Close(root)
+	held := readOnlyMount
 	if !readOnlyMount(root) {
+		held = nil
+		if f.writable != nil {
+			held = outsideWritable(f.writable)
+		}
+	}
+	if held == nil {
 		e.vouched = ids
 	} else {
 		e.vouched = nil
 		for i, id := range e.ids {
 			for _, c := range e.paths[i] {
-				if walkReadOnly(root, c) {
+				if walkHeld(root, c, held) {
 					e.vouched = append(e.vouched, id)
 					break
 				}

@@ -134,6 +134,13 @@ type Options struct {
 	// SearchPath is the command's PATH, where a rule's bare program name
 	// is looked up to recognise links and copies of that program.
 	SearchPath string
+	// Writable lists the directories the sandbox can write beneath when
+	// its mounts do not say (the landlock tier's writable set, absolute
+	// and clean): a program found on the PATH beneath one of them is one
+	// the sandbox could have put there, which an allow rule naming it
+	// does not vouch for (policy.Vouching). Unused when the sandbox's root
+	// is a read-only mount (bubblewrap's tier).
+	Writable []string
 	// Prelisted, when set, holds the PATH's and the loader's directories
 	// as read on the host while the sandbox started (Prelist): the first
 	// decision uses a listing whose directory is the sandbox's own instead
@@ -245,6 +252,9 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		fs.neverRun = neverRun(opts.NeverRun)
 		fs.pre = opts.Prelisted
 	}
+	fs.mu.Lock()
+	fs.writable = opts.Writable
+	fs.mu.Unlock()
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
@@ -303,7 +313,7 @@ func (s *Supervisor) report(d *Verdict) {
 func NewPtraceOnly(rootPid int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	s, err := New(-1, pol, Options{OnDecision: opts.OnDecision, Ask: opts.Ask, Logger: opts.Logger,
 		RootPid: rootPid, HostView: opts.HostView, SearchPath: opts.SearchPath, Verify: VerifyPtrace, NeverRun: opts.NeverRun,
-		Prelisted: opts.Prelisted, Prewarmed: opts.Prewarmed})
+		Prelisted: opts.Prelisted, Prewarmed: opts.Prewarmed, Writable: opts.Writable})
 	if err != nil {
 		return nil, err
 	}

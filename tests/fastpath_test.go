@@ -95,7 +95,9 @@ func TestFastPathLoaderWorkingDirectory(t *testing.T) {
 // (a virtualenv's bin, node_modules/.bin) holds a copy of python named ls
 // and a symlink to python named cat. In allowlist mode, allow "ls ..." and
 // allow "cat ..." must not take them for ls and cat (before: python ran as
-// allow "ls ..."), while the real ls and cat still run.
+// allow "ls ..."), while the real ls and cat still run. In both tiers: in
+// bubblewrap's the mounts say what the sandbox can write, in the landlock
+// tier its writable set does.
 func TestPlantedOnPathIsNotAllowed(t *testing.T) {
 	requireSeccompNotify(t)
 	const python = "/usr/bin/python3"
@@ -103,20 +105,28 @@ func TestPlantedOnPathIsNotAllowed(t *testing.T) {
 	if err != nil {
 		testcap.SkipOrFail(t, "no %s on this host", python)
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "venv", "bin")
-	require.NoError(t, os.MkdirAll(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), b, 0o755))
-	require.NoError(t, os.Symlink(python, filepath.Join(bin, "cat")))
-	script := `ls -c 'print("python ran as ls")'; echo rc=$?
+	for _, tier := range []string{"bwrap", "landlock"} {
+		t.Run(tier, func(t *testing.T) {
+			if tier == "landlock" {
+				requireLandlock(t)
+			}
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "venv", "bin")
+			require.NoError(t, os.MkdirAll(bin, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(bin, "ls"), b, 0o755))
+			require.NoError(t, os.Symlink(python, filepath.Join(bin, "cat")))
+			script := `ls -c 'print("python ran as ls")'; echo rc=$?
 cat -c 'print("python ran as cat")'; echo rc=$?
 /usr/bin/ls -d / && /usr/bin/cat /dev/null && echo real-ok`
-	r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=" + bin + ":/usr/bin:/bin"}},
-		"--default", "deny", "--allow", "bash ...", "--allow", "ls ...", "--allow", "cat ...", "--", "/usr/bin/bash", "-c", script)
-	assert.NotContains(t, r.stdout, "python ran", "stderr: %s", r.stderr)
-	assert.Equal(t, "rc=126\nrc=126\n/\nreal-ok\n", r.stdout, r.stderr)
-	assert.Contains(t, r.stderr, `(rule: deny "allow by name": the program is in a PATH directory the sandbox can write`)
-	assert.Equal(t, 2, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
+			r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=" + bin + ":/usr/bin:/bin"}},
+				"--isolation", tier, "--default", "deny", "--allow", "bash ...", "--allow", "ls ...", "--allow", "cat ...",
+				"--", "/usr/bin/bash", "-c", script)
+			assert.NotContains(t, r.stdout, "python ran", "stderr: %s", r.stderr)
+			assert.Equal(t, "rc=126\nrc=126\n/\nreal-ok\n", r.stdout, r.stderr)
+			assert.Equal(t, 2, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
+			assert.Contains(t, r.stderr, `(rule: deny "allow by name": the program is in a PATH directory the sandbox can write`)
+		})
+	}
 }
 
 // TestWrapperLookalikesAreNotWrappers: in allowlist mode with allow "ls",
