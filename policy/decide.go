@@ -88,6 +88,14 @@ func (d *decider) exec(e *Exec, depth int) {
 			defer func() { d.denyOnly = was }()
 		}
 		if i := loaderTarget(e.Argv); i > 0 {
+			if loaderLoads(e.Argv[:i]) {
+				// It loads code of the caller's choosing into PROG:
+				// PROG's rules may deny, never allow; a rule allowing
+				// the loader with these options must (ld.so --preload).
+				was := d.denyOnly
+				d.denyOnly = true
+				defer func() { d.denyOnly = was }()
+			}
 			target := e.Argv[i]
 			argv := e.Argv[i:]
 			if a0 := loaderArgv0(e.Argv[:i]); a0 != "" {
@@ -269,6 +277,16 @@ var pythonNames = []string{"python3", "python", "python3.*"}
 // ./ls) is not ls. Such a file still meets the name's deny and ask rules.
 // Rules naming a path match the resolved path, which is the file itself.
 func (d *decider) named(base, prog string, argv []string, identity bool) {
+	if identity && !d.denyOnly && strings.ContainsAny(base, "*?[\\") {
+		// A name with glob characters would be looked up as a pattern
+		// (p* stands for perl and python3): nothing on the PATH vouches
+		// for it, so it meets its name's deny and ask rules only.
+		d.denyOnly = true
+		d.byBase(base, argv)
+		d.denyOnly = false
+		d.byPath(prog, argv)
+		return
+	}
 	if identity && !d.denyOnly {
 		best, rule := d.best, d.rule
 		d.byBase(base, argv)

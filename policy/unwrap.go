@@ -58,6 +58,24 @@ func loaderTarget(argv []string) int {
 	return 0
 }
 
+// loaderLoads reports whether opts, the loader's options before its
+// program, make it load code of their choosing into the program:
+// --preload, --audit, --library-path (LD_PRELOAD, LD_AUDIT and
+// LD_LIBRARY_PATH given as options).
+func loaderLoads(opts []string) bool {
+	for i := 1; i < len(opts); i++ {
+		s := opts[i]
+		if k := strings.IndexByte(s, '='); k >= 0 {
+			s = s[:k]
+		}
+		switch s {
+		case "--preload", "--audit", "--library-path":
+			return true
+		}
+	}
+	return false
+}
+
 // loaderArgv0 returns the value of the last --argv0 option among opts, the
 // loader's options before its program, or "": the argv[0] the program sees,
 // which decides what a multi-call program runs.

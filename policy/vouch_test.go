@@ -129,3 +129,38 @@ func TestKnownFileWithoutPathHasNoName(t *testing.T) {
 	r = d.Decide(&Exec{Argv: fields("gen"), Path: "/opt/tools/bin/gen", File: mine, Known: true})
 	assert.Equal(t, Deny, r.Decision)
 }
+
+// TestGlobNamesVouchForNothing: an exec'd file named with glob characters
+// ("p*", matched by allow "p?") is not looked up as a pattern standing for
+// every p... program on the PATH (a copy of perl named p* then passed as
+// one of them); and ld.so with --preload, --audit or --library-path never
+// borrows its program's allow.
+func TestGlobNamesVouchForNothing(t *testing.T) {
+	perl := FileID{Dev: 1, Ino: 50, Size: 500}
+	fs := &vouchingFiles{fakeFiles: newFakeFiles(), planted: map[FileID]bool{}}
+	fs.add("p*", perl) // what a pattern lookup would answer
+	fs.add("perl", perl)
+	copyOfPerl := FileID{Dev: 2, Ino: 60, Size: 500}
+	fs.sums[perl], fs.sums[copyOfPerl] = [32]byte{5}, [32]byte{5}
+	p := compileRules(t, Deny, "allow p?").WithFiles(fs)
+	r := p.Decide(&Exec{Argv: fields("./p* -e 1"), Path: "./p*", Resolved: "/w/p*", File: copyOfPerl, Known: true})
+	assert.Equal(t, Deny, r.Decision, r.RuleText())
+
+	loader := FileID{Dev: 1, Ino: 30, Size: 300}
+	ls := FileID{Dev: 1, Ino: 10, Size: 100}
+	fs.add("ls", ls)
+	for _, n := range loaderPaths {
+		fs.add(n, loader)
+	}
+	allow := compileRules(t, Deny, "allow ls ...").WithFiles(fs)
+	for _, argv := range []string{
+		"ld.so --preload ./x.so /usr/bin/ls",
+		"ld.so --audit=./x.so /usr/bin/ls",
+		"ld.so --library-path . /usr/bin/ls",
+	} {
+		r := allow.Decide(&Exec{Argv: fields(argv), Path: "/lib64/ld-linux-x86-64.so.2", Resolved: "/lib64/ld-linux-x86-64.so.2", File: loader, Known: true})
+		assert.Equal(t, Deny, r.Decision, "%s: %s", argv, r.RuleText())
+	}
+	r = allow.Decide(&Exec{Argv: fields("ld.so /usr/bin/ls -l"), Path: "/lib64/ld-linux-x86-64.so.2", Resolved: "/lib64/ld-linux-x86-64.so.2", File: loader, Known: true})
+	assert.Equal(t, Allow, r.Decision, "the loader running ls plainly is ls: %s", r.RuleText())
+}

@@ -181,3 +181,20 @@ except OSError as e:
 	assert.Contains(t, r.stdout, "refused 1\n", r.stderr)
 	assert.Contains(t, r.stderr, "cordon: denied:")
 }
+
+// TestGlobNamedCopyIsNotAllowed: a copy of python named "p*" matches
+// allow "p?" by name, and its name, looked up as a pattern, stood for every
+// p... program on the PATH, python3 among them: the copy ran (red team).
+func TestGlobNamedCopyIsNotAllowed(t *testing.T) {
+	requireSeccompNotify(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", python)
+	}
+	dir := t.TempDir()
+	r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=/usr/bin:/bin"}},
+		"--default", "deny", "--allow", "bash ...", "--allow", "cp ...", "--allow", "p? ...", "--",
+		"/usr/bin/bash", "-c", `cp `+python+` "./p*" && "./p*" -c 'print("PWNED")'; echo rc=$?`)
+	assert.NotContains(t, r.stdout, "PWNED", "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "rc=126\n", r.stderr)
+}
