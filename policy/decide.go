@@ -78,20 +78,14 @@ func (d *decider) exec(e *Exec, depth int) {
 		}
 		// Rules naming the loader itself still apply.
 		d.named(base, prog, e.Argv, false)
-		if identity && !d.sameVouchedAny(loaderPaths) {
-			// Named like the loader, or a copy of one the sandbox
-			// could have put there: what it is asked to run may deny,
-			// never allow (a planted program named ld-linux*.so.2 is
-			// not the loader).
-			was := d.denyOnly
-			d.denyOnly = true
-			defer func() { d.denyOnly = was }()
-		}
 		if i := loaderTarget(e.Argv); i > 0 {
-			if loaderLoads(e.Argv[:i]) {
-				// It loads code of the caller's choosing into PROG:
-				// PROG's rules may deny, never allow; a rule allowing
-				// the loader with these options must (ld.so --preload).
+			// What the loader runs may deny, never allow, when the file
+			// is only named like the loader or is a copy the sandbox could
+			// have put there (a planted ld-linux*.so.2 is not the loader),
+			// or when its options load code of the caller's choosing
+			// into the program (--preload: a rule allowing the loader
+			// with them must).
+			if (identity && !d.sameVouchedAny(loaderPaths)) || loaderLoads(e.Argv[:i]) {
 				was := d.denyOnly
 				d.denyOnly = true
 				defer func() { d.denyOnly = was }()
@@ -277,21 +271,15 @@ var pythonNames = []string{"python3", "python", "python3.*"}
 // ./ls) is not ls. Such a file still meets the name's deny and ask rules.
 // Rules naming a path match the resolved path, which is the file itself.
 func (d *decider) named(base, prog string, argv []string, identity bool) {
-	if identity && !d.denyOnly && strings.ContainsAny(base, "*?[\\") {
-		// A name with glob characters would be looked up as a pattern
-		// (p* stands for perl and python3): nothing on the PATH vouches
-		// for it, so it meets its name's deny and ask rules only.
-		d.denyOnly = true
-		d.byBase(base, argv)
-		d.denyOnly = false
-		d.byPath(prog, argv)
-		return
-	}
 	if identity && !d.denyOnly {
 		best, rule := d.best, d.rule
 		d.byBase(base, argv)
-		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !d.sameVouched(base) {
-			d.planted = d.planted || d.same(base)
+		// A name with glob characters would be looked up as a pattern
+		// (p* stands for perl and python3): nothing on the PATH vouches
+		// for it.
+		literal := !strings.ContainsAny(base, "*?[\\")
+		if (d.best != best || d.rule != rule) && (d.best == rankAllow || d.best == rankOverride) && !(literal && d.sameVouched(base)) {
+			d.planted = d.planted || (literal && d.same(base))
 			d.best, d.rule = best, rule
 			d.denyOnly = true
 			d.byBase(base, argv)

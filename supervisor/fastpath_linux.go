@@ -144,20 +144,11 @@ func readlinkFD(fd int) (string, error) {
 
 // outsideWritable returns a walkHeld test for a sandbox whose writes are
 // bounded by directories, not mounts (the landlock tier: Landlock grants
-// writing beneath each of writable and nowhere else): fd's path, as the
-// kernel renders it, must be none of them and lie beneath none of them,
-// and not in a proc file system. A path it cannot read counts as writable.
+// writing beneath each of writable and nowhere else; see realWritable):
+// fd's path, as the kernel renders it, must be none of them and lie
+// beneath none of them, and not in a proc file system. A path it cannot
+// read counts as writable.
 func outsideWritable(writable []string) func(fd int) bool {
-	// The kernel renders a path with its symlinks resolved: compare with
-	// the set's real paths too (a writable /home that is a symlink).
-	var all []string
-	for _, w := range writable {
-		all = append(all, w)
-		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
-			all = append(all, r)
-		}
-	}
-	writable = all
 	return func(fd int) bool {
 		p, err := readlinkSelfFD(fd)
 		if err != nil || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
@@ -174,4 +165,18 @@ func outsideWritable(writable []string) func(fd int) bool {
 		}
 		return true
 	}
+}
+
+// realWritable is writable with each directory's real path added where it
+// differs (a writable /home that is a symlink): the kernel renders a path
+// with its symlinks resolved. Done once, when the supervisor is made.
+func realWritable(writable []string) []string {
+	var all []string
+	for _, w := range writable {
+		all = append(all, w)
+		if r, err := filepath.EvalSymlinks(w); err == nil && r != w {
+			all = append(all, r)
+		}
+	}
+	return all
 }

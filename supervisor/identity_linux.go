@@ -441,13 +441,14 @@ func (f *files) Lookup(name string) []policy.FileID {
 // host's, writable as a mount, and Landlock decides what is written: there
 // the walk asks instead whether each directory and the file lie beneath
 // the tier's writable set (Options.Writable, outsideWritable). A root
-// that is writable with no writable set given (tests' host views) vouches
-// for every file.
+// that is writable with no writable set given (--isolation none, where the
+// workload can write whatever its user can; tests' host views) vouches for
+// every file, as before (README: --isolation none).
 //
 // It is made on first use from the answer Lookup cached, and dated with
 // it: it expires when that answer does.
 func (f *files) LookupVouched(name string) []policy.FileID {
-	ids := f.Lookup(name)
+	f.Lookup(name) // a fresh answer, or none
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.lookups[name]
@@ -470,7 +471,7 @@ func (f *files) LookupVouched(name string) []policy.FileID {
 		}
 	}
 	if held == nil {
-		e.vouched = ids
+		e.vouched = e.ids
 	} else {
 		e.vouched = nil
 		for i, id := range e.ids {

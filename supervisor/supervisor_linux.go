@@ -253,7 +253,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		fs.pre = opts.Prelisted
 	}
 	fs.mu.Lock()
-	fs.writable = opts.Writable
+	fs.writable = realWritable(opts.Writable)
 	fs.mu.Unlock()
 	s := &Supervisor{
 		listener: listener,
