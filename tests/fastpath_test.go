@@ -198,3 +198,77 @@ func TestGlobNamedCopyIsNotAllowed(t *testing.T) {
 	assert.NotContains(t, r.stdout, "PWNED", "stderr: %s", r.stderr)
 	assert.Contains(t, r.stdout, "rc=126\n", r.stderr)
 }
+
+// TestOverlongPathIsNoName: a program whose real path is longer than the
+// kernel renders (over 4096 bytes, under 24 directories of 250 characters)
+// is reached through symlinks by a short path whose text cleans, by ".."
+// alone, to a path an allow rule names. cordon took the caller's string
+// for the program's name when it could not read the real one, and the
+// workload's binary ran under allow "/opt/tools/bin/gen", directly and as
+// a #! script's interpreter (red team). It must be decided by identity.
+func TestOverlongPathIsNoName(t *testing.T) {
+	requireSeccompNotify(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", python)
+	}
+	dir := t.TempDir()
+	buildC(t, dir, "planted.c", "payload")
+	// Built inside the sandbox: cordon refuses to start in a tree that
+	// already holds such paths.
+	script := `
+import os, shutil, subprocess
+base = os.getcwd()
+rule = "opt/tools/bin/gen"
+n = lambda i: ("d%02d" % i) + "x" * 247
+k = len([c for c in base.split("/") if c]) + 3  # ".." that reach "/" from base/s1/s2/q
+os.makedirs("w"); os.chdir("w")
+for i in range(1, 9):
+    os.makedirs(n(i)); os.chdir(n(i))
+os.symlink("/".join(n(i) for i in range(9, 25)), "s2")
+script = base + "/s1/s2/q/" + "../" * k + rule        # the kernel: d(25-k)/rule
+interp = base + "/s1/s2/q/" + "../" * (k + 1) + rule  # the kernel: d(24-k)/rule
+for i in range(9, 25):
+    os.makedirs(n(i)); os.chdir(n(i))
+    if i in (24 - k, 25 - k):
+        os.makedirs(os.path.dirname(rule))
+        if i == 24 - k:
+            shutil.copy(base + "/payload", rule)
+        else:
+            open(rule, "w").write("#!" + interp + "\n")
+        os.chmod(rule, 0o755)
+os.makedirs("q"); os.chdir(base)
+os.symlink("w/" + "/".join(n(i) for i in range(1, 9)), "s1")
+assert os.path.normpath(script) == os.path.normpath(interp) == "/" + rule
+assert len(os.path.realpath(interp)) > 4096
+for p in (interp, script):
+    try:
+        r = subprocess.run([p], capture_output=True, text=True)
+        print("ran", r.returncode, r.stdout.strip())
+    except OSError as e:
+        print("refused", e.errno)
+`
+	r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=/usr/bin:/bin"}},
+		"--default", "deny", "--allow", "python3 ...", "--allow", "/opt/tools/bin/gen", "--", python, "-c", script)
+	assert.NotContains(t, r.stdout, "PLANTED", "stderr: %s", r.stderr)
+	assert.Equal(t, "refused 1\nrefused 1\n", r.stdout, r.stderr)
+}
+
+// TestLoaderPreloadIsNotItsProgram: ld.so --preload ./x.so /usr/bin/ls ran
+// x.so's code under allow "ls" alone (red team); the loader loading code of
+// the caller's choosing needs a rule allowing the loader with it.
+func TestLoaderPreloadIsNotItsProgram(t *testing.T) {
+	requireSeccompNotify(t)
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s on this host", loader)
+	}
+	dir := t.TempDir()
+	buildC(t, dir, "preload.c", "x.so", "-shared", "-fPIC")
+	script := loader + ` --preload ./x.so /usr/bin/ls -d /; echo rc=$?; ` + loader + ` /usr/bin/ls -d /`
+	r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=/usr/bin:/bin"}},
+		"--default", "deny", "--allow", "bash ...", "--allow", "ls ...", "--", "/usr/bin/bash", "-c", script)
+	assert.NotContains(t, r.stdout+r.stderr, "PRELOADED")
+	assert.Equal(t, "rc=126\n/\n", r.stdout, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
+}
