@@ -152,6 +152,20 @@ func probeResults(stdout string) map[string]string {
 	return got
 }
 
+// llnetRig is what the landlock tier's network tests share: python3, a
+// working directory holding the probe script, the host's servers and a
+// host UDP server counting what reaches it.
+func llnetRig(t *testing.T) (py, dir string, s *netServers, udpPort int, udpGot *atomic.Int32, probe string) {
+	t.Helper()
+	py = requireTool(t, "python3")
+	dir = t.TempDir()
+	s = startNetServers(t, dir)
+	udpPort, udpGot = udpServer(t)
+	probe = filepath.Join(dir, "probe.py")
+	require.NoError(t, os.WriteFile(probe, []byte(llnetProbe), 0o644))
+	return py, dir, s, udpPort, udpGot, probe
+}
+
 // TestLandlockNetFilter: real clients reach an allowed host server through
 // the proxy (HTTP, HTTPS through CONNECT, SOCKS5 with remote resolution)
 // with nothing but the variables cordon sets, a denied one gets the
@@ -162,12 +176,7 @@ func probeResults(stdout string) map[string]string {
 // would pick a port of the host's network); a Unix socket server works.
 func TestLandlockNetFilter(t *testing.T) {
 	requireLandlockNet(t)
-	py := requireTool(t, "python3")
-	dir := t.TempDir()
-	s := startNetServers(t, dir)
-	udpPort, udpGot := udpServer(t)
-	probe := filepath.Join(dir, "probe.py")
-	require.NoError(t, os.WriteFile(probe, []byte(llnetProbe), 0o644))
+	py, dir, s, udpPort, udpGot, probe := llnetRig(t)
 	allowed := fmt.Sprintf("127.0.0.1:%d", s.httpPort)
 	denied := "127.0.0.1:9"
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -323,12 +332,7 @@ func TestLandlockNetFilterUnattributed(t *testing.T) {
 // (not even to loopback), no UDP, no listening.
 func TestLandlockNetNone(t *testing.T) {
 	requireLandlockNet(t)
-	py := requireTool(t, "python3")
-	dir := t.TempDir()
-	s := startNetServers(t, dir)
-	udpPort, udpGot := udpServer(t)
-	probe := filepath.Join(dir, "probe.py")
-	require.NoError(t, os.WriteFile(probe, []byte(llnetProbe), 0o644))
+	py, dir, s, udpPort, udpGot, probe := llnetRig(t)
 	r := runCordon(t, runOpts{dir: dir}, "--isolation", "landlock", "--net", "none", "--", "sh", "-c",
 		fmt.Sprintf("env | grep -ci proxy; curl -sS -m 10 http://127.0.0.1:%d/none; echo curl_rc=$?; %s %s %d %d", s.httpPort, py, probe, s.httpPort, udpPort))
 	assert.Equal(t, 0, r.code, r.stderr)
