@@ -111,12 +111,13 @@ func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
 	return why
 }
 
-// maxPeerPasses bounds memoryPeer's listings when candidates keep exiting.
+// maxPeerPasses bounds memoryPeer's listings when candidates keep exiting
+// or pids keep wrapping.
 const maxPeerPasses = 3
 
 // memoryPeerPass is one listing of memoryPeer; again says a candidate
-// exited while it was checked, and why is then the refusal if no pass
-// is left.
+// exited while it was checked, or pid numbers wrapped around during the
+// listing, and why is then the refusal if no pass is left.
 func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why string, again bool) {
 	v.init()
 	if v.err != nil {
@@ -140,7 +141,7 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 			trustedNS = t.NSTgid
 		}
 	}
-	before, err1 := lastPid(procDir)
+	before, err1 := readLastPid(procDir)
 	pids, err2 := listPids(procDir, maxPeerScan)
 	if err1 != nil || err2 != nil {
 		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error(), false
@@ -215,11 +216,18 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 		}
 		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p), false
 	}
-	if after, err := lastPid(procDir); err != nil || after < before {
-		return "pid numbers wrapped around while the sandbox's processes were listed", false
+	if after, err := readLastPid(procDir); err != nil || after < before {
+		// Listed again: a wrap is rare (on the host, whose counter this
+		// reads too, every pid_max processes), and a pass that lists the
+		// processes with no wrap behind it is the proof either way. Three
+		// wraps in a row refuse.
+		return "pid numbers wrapped around while the sandbox's processes were listed", true
 	}
 	return "", false
 }
+
+// readLastPid is lastPid; tests replace it to make pids wrap.
+var readLastPid = lastPid
 
 // hostPids maps the pids of the caller's pid namespace to the host's (the
 // supervisor's), so that kcmp, which takes the supervisor's pids, can look

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -140,4 +142,30 @@ func TestDistinctMemoryIdentity(t *testing.T) {
 	require.False(t, distinct(h, 1<<22+7, sb.StartTime), "a pid that is gone")
 	require.False(t, distinct(&hostPids{ns: map[int]int{}}, b, sb.StartTime), "a pid the walk did not find")
 	require.False(t, distinct(&hostPids{ns: map[int]int{b: a}}, b, sb.StartTime), "a stale map naming another process")
+}
+
+// TestMemoryPeerListsAgainAfterAWrap: pid numbers wrapping during one
+// listing (the host's counter wraps every pid_max processes, and this
+// check reads it) makes memoryPeer list again, not refuse; wrapping in
+// every pass still refuses. Before: one wrap refused the exec
+// (TestStrictParallelSubshells saw "pid numbers wrapped around" in a
+// clean-clone make test).
+func TestMemoryPeerListsAgainAfterAWrap(t *testing.T) {
+	t.Cleanup(func() { readLastPid = lastPid })
+	wraps := 0
+	readLastPid = func(dir int) (int, error) {
+		n, err := lastPid(dir)
+		if wraps > 0 {
+			wraps--
+			if wraps%2 == 0 {
+				return 0, err // the second read of a pass: gone down
+			}
+		}
+		return n, err
+	}
+	self := os.Getpid()
+	wraps = 2 // one pass wraps
+	assert.Empty(t, peerOf(t, self))
+	wraps = 2 * maxPeerPasses // every pass wraps
+	assert.Contains(t, peerOf(t, self), "pid numbers wrapped around")
 }
