@@ -54,15 +54,8 @@ func InitMain() int {
 	}
 	// The init shares the command's process group (so the host can signal
 	// and foreground one group) and must survive what is meant for the
-	// command. Handled, not ignored: ignored dispositions would be inherited
-	// by the command across exec.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGTSTP,
-		unix.SIGTTIN, unix.SIGTTOU, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
-	go func() {
-		for range sigs {
-		}
-	}()
+	// command: handled before any command starts (handled waits for it).
+	handled := surviveSignals()
 	// The command runs as the same user in the same pid namespace: without
 	// this it could open /proc/<init>/fd/3 (cordon's control socket) or
 	// ptrace the init. Non-dumpable tasks can be inspected only with
@@ -91,7 +84,7 @@ func InitMain() int {
 		return 125
 	}
 	if cfg.Session {
-		return sessionMain(conn, cfg, stderrFd)
+		return sessionMain(conn, cfg, stderrFd, handled)
 	}
 	if len(cfg.Argv) == 0 {
 		return setupErr(errors.New("empty command"))
@@ -109,6 +102,7 @@ func InitMain() int {
 		return fail("waiting for the host: %v", err)
 	}
 
+	<-handled
 	if cfg.Reap {
 		// Without bubblewrap's user namespace, a supervisor run by a
 		// normal user has no CAP_SYS_PTRACE over the command: it can
@@ -146,6 +140,28 @@ func InitMain() int {
 	}
 	_ = conn.send(initMsg{Kind: msgExited, Status: uint32(status)})
 	return 0
+}
+
+// surviveSignals makes the init survive the signals meant for its
+// command's process group: handled, not ignored (an ignored disposition
+// would be inherited by the command across exec). The runtime's first
+// signal.Notify starts the signal thread and its goroutine, 0.3-0.5 ms of
+// hand-offs: that runs while the init reads its configuration, installs the
+// filter and waits for the host, and the returned channel is closed once
+// the handlers are in place. Until then no command exists, and a signal
+// that ends the init ends only the start-up (the host sees the control
+// socket close).
+func surviveSignals() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGTSTP,
+			unix.SIGTTIN, unix.SIGTTOU, unix.SIGWINCH, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
+		close(done)
+		for range sigs {
+		}
+	}()
+	return done
 }
 
 // installFilter applies the landlock tier's ruleset when there is one,

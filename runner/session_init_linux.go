@@ -21,10 +21,12 @@ import (
 // says "gone" once the shim, and so the process's whole tree, has exited.
 // The init stays the namespace's subreaper for whatever escapes a shim (a
 // shim that was killed leaves its tree to the init) and reaps it.
-func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
+func sessionMain(conn *frameConn, cfg configMsg, stderrFd int, handled <-chan struct{}) int {
 	if code := installFilter(conn, cfg); code != 0 {
 		return code
 	}
+	// Before any process starts (surviveSignals).
+	<-handled
 	unix.Close(stderrFd) // nothing to hand to a command: each process brings its own fds
 
 	si := &sessInit{

@@ -161,6 +161,9 @@ type startSpec struct {
 	// sup configures the supervisor; RootPid and Logger are set here.
 	sup supervisor.Options
 	log *slog.Logger
+	// beforeStart, when set, is called just before bubblewrap (or the
+	// init) starts: the first moment a process of the sandbox exists.
+	beforeStart func()
 	// onNet receives every network record of a filtered sandbox; askNet
 	// answers its ask decisions (nil: deny).
 	onNet  func(*netproxy.Record)
@@ -446,6 +449,9 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		},
 	}
 	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
+	if sp.beforeStart != nil {
+		sp.beforeStart()
+	}
 	err = startLocked(s.cmd, func(err error) {
 		s.waitErr = err
 		close(s.waited)
