@@ -669,7 +669,7 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 		if s.bare {
 			root = 0
 		}
-		sp.sup.Prewarmed = supervisor.Prewarm(sp.policy, root, sp.sup.SearchPath, sp.sup.Prelisted)
+		sp.sup.Prewarmed = supervisor.Prewarm(sp.policy, root, sp.sup)
 	}
 	var m initMsg
 	fds, err := s.conn.recv(&m)

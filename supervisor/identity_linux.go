@@ -569,21 +569,34 @@ type Prewarmed struct {
 	fs         *files
 	rootPid    int
 	searchPath string
-	done       chan struct{}
+	never      []string // Options.NeverRun and Writable as given, which
+	writable   []string // adopt compares with the supervisor's
+	// ready is closed once fs's NeverRun identities and real writable
+	// paths are set; done once every name was looked up.
+	ready, done chan struct{}
 }
 
 // Prewarm starts looking up, on another goroutine, every program pol's
-// rules name (pol.Programs) on searchPath in the root of process rootPid
-// (0: cordon's own root, the HostView tiers), using pre's listings where
-// they are the sandbox's own directories. Pass the result as
-// Options.Prewarmed.
-func Prewarm(pol *policy.Policy, rootPid int, searchPath string, pre *Prelisted) *Prewarmed {
-	fs := newFiles(newSandboxView(rootPid), searchPath)
-	fs.pre = pre
-	w := &Prewarmed{fs: fs, rootPid: rootPid, searchPath: searchPath, done: make(chan struct{})}
+// rules name (pol.Programs) on opts.SearchPath in the root of process
+// rootPid (0: cordon's own root, the HostView tiers), using
+// opts.Prelisted's listings where they are the sandbox's own directories.
+// The same goroutine first works out what New would from opts.NeverRun
+// and opts.Writable, so that the supervisor made when the listener
+// arrives waits for none of it. Pass the result as Options.Prewarmed,
+// with the same NeverRun and Writable.
+func Prewarm(pol *policy.Policy, rootPid int, opts Options) *Prewarmed {
+	fs := newFiles(newSandboxView(rootPid), opts.SearchPath)
+	fs.pre = opts.Prelisted
+	w := &Prewarmed{fs: fs, rootPid: rootPid, searchPath: opts.SearchPath,
+		never: slices.Clone(opts.NeverRun), writable: slices.Clone(opts.Writable),
+		ready: make(chan struct{}), done: make(chan struct{})}
 	names := pol.Programs()
 	go func() {
 		defer close(w.done)
+		// Read by decisions only, which come after adopt (ready).
+		fs.neverRun = neverRun(w.never)
+		fs.writable = realWritable(w.writable)
+		close(w.ready)
 		for _, n := range names {
 			// One name at a time, each under the cache's lock: a
 			// decision that needs a name not reached yet looks it up
@@ -594,19 +607,17 @@ func Prewarm(pol *policy.Policy, rootPid int, searchPath string, pre *Prelisted)
 	return w
 }
 
-// adopt returns the prewarmed cache for a supervisor whose sandbox view
-// is sandbox, or nil when w is nil or was made for another root or PATH.
-// Lookup reads neither sandbox nor neverRun; both are set under the
-// cache's lock all the same, so that the goroutine still filling it and
-// the supervisor never touch them unordered.
-func (w *Prewarmed) adopt(sandbox *sandboxView, rootPid int, searchPath string, never map[[2]uint64]bool) *files {
-	if w == nil || w.rootPid != rootPid || w.searchPath != searchPath {
+// adopt returns the prewarmed cache for a supervisor of root rootPid with
+// opts, or nil when w is nil or was made for another root, PATH, NeverRun
+// or writable set. It does not wait for the lookups (a decision takes
+// the cache's lock between two of them), only for the sets Prewarm
+// works out first.
+func (w *Prewarmed) adopt(rootPid int, opts Options) *files {
+	if w == nil || w.rootPid != rootPid || w.searchPath != opts.SearchPath ||
+		!slices.Equal(w.never, opts.NeverRun) || !slices.Equal(w.writable, opts.Writable) {
 		return nil
 	}
-	w.fs.mu.Lock()
-	w.fs.sandbox = sandbox
-	w.fs.neverRun = never
-	w.fs.mu.Unlock()
+	<-w.ready
 	return w.fs
 }
 

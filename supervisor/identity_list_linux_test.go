@@ -219,15 +219,18 @@ func TestListingMatchPrefix(t *testing.T) {
 
 // Prewarm gives the answers a first decision's Lookup would give, by the
 // same code in the same root, dated when it read them; a supervisor
-// adopts the cache only for the root and PATH it was made for.
+// adopts the cache only for the root, PATH, NeverRun and writable set it was
+// made for, with what New would work out from them.
 func TestPrewarmAnswersAsLookup(t *testing.T) {
 	dir := t.TempDir()
 	id := writeProg(t, filepath.Join(dir, "prog"), "x")
 	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Builtins: true, Rules: []policy.Rule{{Decision: policy.Deny, Pattern: "prog"}}})
 	require.NoError(t, err)
 	path := dir + ":/usr/bin:/bin"
+	never := filepath.Join(t.TempDir(), "policy.yaml")
+	nid := writeProg(t, never, "x")
 	before := time.Now()
-	w := Prewarm(pol, 0, path, nil)
+	w := Prewarm(pol, 0, Options{SearchPath: path, NeverRun: []string{never}, Writable: []string{dir}})
 	<-w.done
 
 	lazy := newFiles(newSandboxView(0), path)
@@ -239,16 +242,23 @@ func TestPrewarmAnswersAsLookup(t *testing.T) {
 	}
 	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(w.fs.lookups["prog"].ids))
 
-	sandbox := newSandboxView(0)
-	assert.Nil(t, w.adopt(sandbox, 1, path, nil), "another root")
-	assert.Nil(t, w.adopt(sandbox, 0, dir, nil), "another PATH")
+	same := Options{SearchPath: path, NeverRun: []string{never}, Writable: []string{dir}}
+	assert.Nil(t, w.adopt(1, same), "another root")
+	for what, o := range map[string]Options{
+		"another PATH":     {SearchPath: dir, NeverRun: same.NeverRun, Writable: same.Writable},
+		"another NeverRun": {SearchPath: path, Writable: same.Writable},
+		"another writable": {SearchPath: path, NeverRun: same.NeverRun, Writable: []string{dir, "/tmp"}},
+	} {
+		assert.Nil(t, w.adopt(0, o), what)
+	}
 	var none *Prewarmed
-	assert.Nil(t, none.adopt(sandbox, 0, path, nil))
-	never := map[[2]uint64]bool{{1, 2}: true}
-	fs := w.adopt(sandbox, 0, path, never)
+	assert.Nil(t, none.adopt(0, same))
+	fs := w.adopt(0, same)
 	require.NotNil(t, fs)
-	assert.Same(t, sandbox, fs.sandbox)
-	assert.Equal(t, never, fs.neverRun)
+	// What New would have worked out from the same options.
+	assert.Equal(t, neverRun([]string{never}), fs.neverRun)
+	assert.True(t, fs.neverRun[[2]uint64{nid.Dev, nid.Ino}])
+	assert.Equal(t, realWritable([]string{dir}), fs.writable)
 	assert.Equal(t, [][2]uint64{{id.Dev, id.Ino}}, sameFiles(fs.Lookup("prog")))
 }
 
@@ -264,10 +274,10 @@ func TestPrewarmCannotOutliveTTL(t *testing.T) {
 	pol, err := policy.Compile(policy.Config{Default: policy.Allow, Rules: []policy.Rule{
 		{Decision: policy.Deny, Pattern: "prog"}, {Decision: policy.Deny, Pattern: "later"}}})
 	require.NoError(t, err)
-	w := Prewarm(pol, 0, dir, nil)
+	w := Prewarm(pol, 0, Options{SearchPath: dir})
 	<-w.done
 	warmed := time.Now()
-	fs := w.adopt(newSandboxView(0), 0, dir, nil)
+	fs := w.adopt(0, Options{SearchPath: dir})
 	require.NotNil(t, fs)
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "prog")))

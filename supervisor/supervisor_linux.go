@@ -245,16 +245,14 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 	if opts.HostView {
 		viewPid = 0
 	}
-	sandbox := newSandboxView(viewPid)
-	fs := opts.Prewarmed.adopt(sandbox, viewPid, opts.SearchPath, neverRun(opts.NeverRun))
+	fs := opts.Prewarmed.adopt(viewPid, opts)
 	if fs == nil {
-		fs = newFiles(sandbox, opts.SearchPath)
+		fs = newFiles(newSandboxView(viewPid), opts.SearchPath)
 		fs.neverRun = neverRun(opts.NeverRun)
+		fs.writable = realWritable(opts.Writable)
 		fs.pre = opts.Prelisted
 	}
-	fs.mu.Lock()
-	fs.writable = realWritable(opts.Writable)
-	fs.mu.Unlock()
+	sandbox := fs.sandbox
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
