@@ -126,8 +126,13 @@ func (v *sandboxView) holdRoot(proc string) {
 		return
 	}
 	v.rootMu.Lock()
+	defer v.rootMu.Unlock()
+	if v.closed {
+		// Closed while init ran (New starts it on its own goroutine).
+		unix.Close(fd)
+		return
+	}
 	v.rootFD, v.rootMnt = fd, mnt
-	v.rootMu.Unlock()
 }
 
 // rootStatx returns the unique mount id, device and inode of what dirfd

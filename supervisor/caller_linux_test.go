@@ -90,3 +90,23 @@ func TestOpenRootProvesTheMount(t *testing.T) {
 	_, err = v.openRoot(ref)
 	assert.ErrorIs(t, err, errViewClosed, "after close, nothing is handed out")
 }
+
+// TestViewClosedBeforeInitHoldsNothing: New reads the sandbox's view on a
+// goroutine of its own, which a Close may overtake. A view closed before
+// its init finished must not keep the root it then opens (a descriptor
+// nobody would close), and refuses like any closed view.
+func TestViewClosedBeforeInitHoldsNothing(t *testing.T) {
+	v := newSandboxView(0)
+	v.close()
+	v.init()
+	require.NoError(t, v.err)
+	assert.Equal(t, -1, v.rootFD, "a closed view holds no root")
+	assert.Equal(t, -1, v.heldRoot())
+	_, err := v.openRoot(os.Getpid())
+	assert.ErrorIs(t, err, errViewClosed)
+
+	open := newSandboxView(0)
+	open.init()
+	t.Cleanup(open.close)
+	assert.GreaterOrEqual(t, open.rootFD, 0, "an open view holds the root (the kernel names its mount)")
+}

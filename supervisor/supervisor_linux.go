@@ -253,6 +253,13 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		fs.pre = opts.Prelisted
 	}
 	sandbox := fs.sandbox
+	// The first decision's view of the sandbox (its mount namespace,
+	// root and mounts: 0.25 ms, the mount table's text above all) is
+	// read while the init is told to go and forks, not after its exec
+	// is notified. The same reads as at that exec: nothing in the
+	// sandbox mounts anything, and its init runs after bubblewrap's last
+	// mount (see sandboxView).
+	go sandbox.init()
 	s := &Supervisor{
 		listener: listener,
 		wake:     wake,
