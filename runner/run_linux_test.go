@@ -332,3 +332,51 @@ func processesWith(s string) []int {
 	}
 	return out
 }
+
+// TestLayoutFailureEndsEarlyStartedBwrap: bubblewrap starts before the
+// sandbox's layout is worked out and waits for its options on a pipe. A
+// layout that cannot be made (here a deny_read rule over a read-only
+// bind) must end the run with the layout's own error, and leave no
+// bubblewrap behind, nor anything it would have started.
+func TestLayoutFailureEndsEarlyStartedBwrap(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	ro := t.TempDir()
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: ro, Source: "test"}}},
+	})
+	require.NoError(t, err)
+	o := runCordon(t, IsolationBwrap, func(o *Options) {
+		o.Policy = pol
+		o.RO = []string{ro}
+	}, "sh", "-c", "echo RAN")
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se)
+	assert.Contains(t, o.err.Error(), "which is bound into the sandbox")
+	assert.NotContains(t, o.stdout, "RAN")
+	assert.Empty(t, proc.Children(os.Getpid()), "nothing of the sandbox is left")
+}
+
+// TestBwrapOptions: what goes through bubblewrap's --args pipe is its
+// command line less the program and the init's command, which must be the
+// one it was started with; an option holding a NUL is refused.
+func TestBwrapOptions(t *testing.T) {
+	first := []string{"/usr/bin/bwrap", "--args", "5", "--", "/c/cordon", InitArg}
+	full := []string{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/c/cordon", InitArg}
+	opts, err := bwrapOptions(full, first)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--ro-bind", "/", "/"}, opts)
+	for _, bad := range [][]string{
+		{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/other/cordon", InitArg},
+		{"/bin/other", "--", "/c/cordon", InitArg},
+		{"--", "/c/cordon", InitArg},
+	} {
+		_, err := bwrapOptions(bad, first)
+		assert.Error(t, err, "%q", bad)
+	}
+	var b strings.Builder
+	require.NoError(t, writeArgs(&b, opts))
+	assert.Equal(t, "--ro-bind\x00/\x00/\x00", b.String())
+	assert.Error(t, writeArgs(&b, []string{"a\x00b"}))
+}

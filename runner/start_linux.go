@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -325,12 +327,202 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		// so for: rules match nothing there).
 		sp.sup.OnExec = execs.note
 	}
-	argv, err := sp.argv()
+	// The sandbox's first process starts before its layout is worked out
+	// (the files policy's walk, git's binds: about a millisecond), which
+	// then overlaps bubblewrap's own start: bubblewrap reads its options
+	// from a pipe (--args) and sets nothing up before their end. The
+	// init, started directly in the other tiers, waits for its
+	// configuration anyway.
+	exe, err := sp.ownExe()
+	if err != nil {
+		return nil, err
+	}
+	first := []string{exe, InitArg}
+	var bw string
+	if sp.isolation == IsolationBwrap {
+		if bw, err = bwrap.Find(); err != nil {
+			return nil, &SetupError{Err: err}
+		}
+		first = []string{bw, "--args", strconv.Itoa(argsFD), "--", exe, InitArg}
+	}
+	conn, childEnd, err := newControlPair()
+	if err != nil {
+		return nil, err
+	}
+	// Each descriptor the child gets, closed here once it started (or on
+	// any failure before).
+	var childFiles []*os.File
+	closeChildFiles := func() {
+		for _, f := range childFiles {
+			f.Close()
+		}
+		childFiles = nil
+	}
+	childFiles = append(childFiles, childEnd)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		conn.close()
+		closeChildFiles()
+		return nil, &SetupError{Err: err}
+	}
+	childFiles = append(childFiles, errW)
+	var argsW *os.File
+	if bw != "" {
+		var argsR *os.File
+		if argsR, argsW, err = os.Pipe(); err != nil {
+			conn.close()
+			errR.Close()
+			closeChildFiles()
+			return nil, &SetupError{Err: err}
+		}
+		childFiles = append(childFiles, argsR)
+	}
+	stdin, stdout, stderr := sp.stdin, sp.stdout, sp.stderr
+	if stdin == nil || stdout == nil {
+		devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			conn.close()
+			errR.Close()
+			closeChildFiles()
+			if argsW != nil {
+				argsW.Close()
+			}
+			return nil, &SetupError{Err: err}
+		}
+		defer devnull.Close()
+		stdin, stdout = cmp.Or(stdin, devnull), cmp.Or(stdout, devnull)
+	}
+	pass := func(b []byte) { log.Warn("sandbox stderr", "text", strings.TrimSpace(string(b))) }
+	if stderr != nil {
+		pass = func(b []byte) { _, _ = sp.stderr.Write(b) }
+	} else {
+		stderr = errW
+	}
+	s := &Sandbox{
+		queue:    sp.queue,
+		log:      log,
+		warn:     func(msg string) { log.Warn(msg) },
+		bare:     bare,
+		tier:     sp.isolation,
+		session:  cfg.Session,
+		pol:      sp.policy,
+		binds:    append(append([]string(nil), sp.box.RW...), sp.box.RO...),
+		conn:     conn,
+		waited:   make(chan struct{}),
+		done:     make(chan struct{}),
+		nsInit:   -1,
+		filtered: filtered,
+		execs:    execs,
+		conns:    conns,
+		exe:      exe,
+		ports:    ports,
+		gated:    gated,
+		hostNet:  hostNet,
+	}
+	ownNet = false
+	if sp.stderr != nil {
+		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
+	}
+	if note != "" {
+		s.warn(note)
+	}
+	extra := []*os.File{childEnd, stderr}
+	if argsW != nil {
+		extra = append(extra, childFiles[len(childFiles)-1]) // argsFD
+	}
+	s.cmd = &exec.Cmd{
+		Path:       first[0],
+		Args:       first,
+		Env:        []string{}, // the command's environment travels over the control socket
+		Dir:        sp.box.Dir,
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     errW,
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   sp.pgrp,
+			Setsid:    !sp.pgrp,
+			Pdeathsig: unix.SIGKILL,
+		},
+	}
+	if sp.beforeStart != nil {
+		sp.beforeStart()
+	}
+	err = startLocked(s.cmd, func(err error) {
+		s.waitErr = err
+		close(s.waited)
+	})
+	// Only the sandbox may hold the child's ends: the control socket's EOF
+	// and the pipe's are how a sandbox that dies during start-up is seen.
+	closeChildFiles()
+	if err != nil {
+		conn.close()
+		errR.Close()
+		if argsW != nil {
+			argsW.Close()
+		}
+		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", first[0], err)}
+	}
+	s.stderr = newSetupOutput(errR, pass)
+	if sp.policy != nil {
+		// While bubblewrap starts and builds the sandbox, read on the host the
+		// directories the first decision looks programs up in; the
+		// supervisor takes a listing only for the very same directory.
+		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
+		// The policy's tables, made on first use, are made now too.
+		go policy.Warm()
+	}
+	// notReady ends a sandbox that did not get ready and says why.
+	notReady := func(err error) (*Sandbox, error) {
+		if sp.autoBwrap {
+			// Auto chose bwrap and bubblewrap did not build the
+			// sandbox: whatever the probe said is not remembered, so
+			// the next run probes again (and may step down).
+			isolation.Forget()
+		}
+		return nil, s.startFailed(ctx, err)
+	}
+	// abandon ends a sandbox whose layout or configuration could not be
+	// made: bubblewrap, killed while it waits for its options, never
+	// gets them (a partial list must never reach it).
+	abandon := func(err error) (*Sandbox, error) {
+		s.kill()
+		if argsW != nil {
+			argsW.Close()
+		}
+		_ = s.Close()
+		return nil, err
+	}
+	argv, err := sp.argv(exe)
 	// The placeholder of unreadable files is bound by the time the init
 	// answers (or bubblewrap failed): the sandbox keeps its inode.
 	defer sp.files.cleanup()
 	if err != nil {
-		return nil, err
+		return abandon(err)
+	}
+	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
+	if argsW != nil {
+		opts, err := bwrapOptions(argv, first)
+		if err != nil {
+			return abandon(&SetupError{Err: err})
+		}
+		werr := writeArgs(argsW, opts)
+		if werr != nil {
+			// Killed before the pipe closes: whatever part of its
+			// options bubblewrap read, it must not go on with them.
+			s.kill()
+		}
+		if cerr := argsW.Close(); werr == nil {
+			werr = cerr
+		}
+		argsW = nil
+		if werr != nil {
+			// Most often bubblewrap is gone already (a broken pipe):
+			// what it said is the error, as for any that did not get
+			// ready.
+			log.Debug("passing bubblewrap its options", "err", werr)
+			return notReady(errNotReady)
+		}
 	}
 	// Creations are notified only when there are names to protect: each
 	// costs a round trip to the supervisor.
@@ -350,19 +542,18 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		cfg.Filter, err = supervisor.FilterWith(creates, filtered)
 	}
 	if err != nil {
-		return nil, &SetupError{Err: err}
+		return abandon(&SetupError{Err: err})
 	}
 	// Gated, ptrace-only supervision could not make the connects: a
 	// listener above the sandbox fails the start instead.
 	if sp.fallback && !gated {
 		if cfg.Fallback, err = supervisor.FallbackFilter(); err != nil {
-			return nil, &SetupError{Err: err}
+			return abandon(&SetupError{Err: err})
 		}
 	}
-	var tmpdir string
 	if sp.isolation == IsolationLandlock {
-		if tmpdir, err = sp.landlock(&cfg, log); err != nil {
-			return nil, err
+		if s.tmpdir, err = sp.landlock(&cfg, log); err != nil {
+			return abandon(err)
 		}
 		cfg.Landlock.RestrictTCP = gated
 		// The supervisor's test of a PATH program the sandbox could have
@@ -370,142 +561,73 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		sp.sup.Writable = cfg.Landlock.Write
 	}
 	if filtered && !cfg.Session {
-		cfg.Env = ProxyEnv(cfg.Env, sp.exe, ports)
-	}
-	conn, childEnd, err := newControlPair()
-	if err != nil {
-		removeTmp(tmpdir)
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		conn.close()
-		childEnd.Close()
-		removeTmp(tmpdir)
-		return nil, &SetupError{Err: err}
-	}
-	stdin, stdout, stderr := sp.stdin, sp.stdout, sp.stderr
-	if stdin == nil || stdout == nil {
-		devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-		if err != nil {
-			conn.close()
-			childEnd.Close()
-			errR.Close()
-			errW.Close()
-			removeTmp(tmpdir)
-			return nil, &SetupError{Err: err}
-		}
-		defer devnull.Close()
-		stdin, stdout = cmp.Or(stdin, devnull), cmp.Or(stdout, devnull)
-	}
-	pass := func(b []byte) { log.Warn("sandbox stderr", "text", strings.TrimSpace(string(b))) }
-	if stderr != nil {
-		pass = func(b []byte) { _, _ = sp.stderr.Write(b) }
-	} else {
-		stderr = errW
-	}
-	s := &Sandbox{
-		queue:    sp.queue,
-		log:      log,
-		warn:     func(msg string) { log.Warn(msg) },
-		bare:     bare,
-		tier:     sp.isolation,
-		session:  cfg.Session,
-		tmpdir:   tmpdir,
-		pol:      sp.policy,
-		binds:    append(append([]string(nil), sp.box.RW...), sp.box.RO...),
-		conn:     conn,
-		waited:   make(chan struct{}),
-		done:     make(chan struct{}),
-		nsInit:   -1,
-		filtered: filtered,
-		execs:    execs,
-		conns:    conns,
-		exe:      sp.exe,
-		ports:    ports,
-		gated:    gated,
-		hostNet:  hostNet,
-	}
-	ownNet = false
-	if sp.stderr != nil {
-		s.warn = func(msg string) { fmt.Fprintln(sp.stderr, "cordon: warning: "+msg) }
-	}
-	if note != "" {
-		s.warn(note)
-	}
-	s.cmd = &exec.Cmd{
-		Path:       argv[0],
-		Args:       argv,
-		Env:        []string{}, // the command's environment travels over the control socket
-		Dir:        sp.box.Dir,
-		Stdin:      stdin,
-		Stdout:     stdout,
-		Stderr:     errW,
-		ExtraFiles: []*os.File{childEnd, stderr},
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   sp.pgrp,
-			Setsid:    !sp.pgrp,
-			Pdeathsig: unix.SIGKILL,
-		},
-	}
-	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
-	if sp.beforeStart != nil {
-		sp.beforeStart()
-	}
-	err = startLocked(s.cmd, func(err error) {
-		s.waitErr = err
-		close(s.waited)
-	})
-	// Only the sandbox may hold the child's ends: the control socket's EOF
-	// and the pipe's are how a sandbox that dies during start-up is seen.
-	childEnd.Close()
-	errW.Close()
-	if err != nil {
-		conn.close()
-		errR.Close()
-		removeTmp(tmpdir)
-		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", argv[0], err)}
-	}
-	s.stderr = newSetupOutput(errR, pass)
-	if sp.policy != nil {
-		// While bubblewrap builds the sandbox, read on the host the
-		// directories the first decision looks programs up in; the
-		// supervisor takes a listing only for the very same directory.
-		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
-		// The policy's tables, made on first use, are made now too.
-		go policy.Warm()
+		cfg.Env = ProxyEnv(cfg.Env, exe, ports)
 	}
 	// bwrap's process group holds its pid 1: killing it empties the
 	// namespace, and the handshake's read sees EOF.
 	stop := context.AfterFunc(ctx, func() { _ = unix.Kill(-s.cmd.Process.Pid, unix.SIGKILL) })
 	defer stop()
 	if err := s.handshake(cfg, sp); err != nil {
-		if sp.autoBwrap {
-			// Auto chose bwrap and bubblewrap did not build the
-			// sandbox: whatever the probe said is not remembered, so
-			// the next run probes again (and may step down).
-			isolation.Forget()
-		}
-		return nil, s.startFailed(ctx, err)
+		return notReady(err)
 	}
 	log.Debug("sandbox ready", "startup", time.Since(start), "init_pid", s.initPid, "verification", s.sup.VerifyMode())
 	return s, nil
 }
 
+// ownExe is the binary that plays the init: sp.exe, or this executable
+// (its real path, which the sandbox binds).
+func (sp *startSpec) ownExe() (string, error) {
+	if sp.exe != "" {
+		return sp.exe, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
+	}
+	sp.exe = exe
+	return exe, nil
+}
+
+// argsFD is where bubblewrap reads its options (--args): the third of the
+// descriptors it inherits after stdio, the control socket (ctlFD) and the
+// user's stderr (stderrFD). bubblewrap closes it once read; the init
+// never sees it.
+const argsFD = 5
+
+// bwrapOptions returns the options of argv, bubblewrap's whole command
+// line as sandboxArgv made it, that go through the --args pipe: all but
+// the program and the command after the last "--", which must be the one
+// first (the command line bubblewrap was started with) ends in.
+func bwrapOptions(argv, first []string) ([]string, error) {
+	tail := first[len(first)-3:] // "--", the init, InitArg
+	n := len(argv) - len(tail)
+	if n < 1 || argv[0] != first[0] || !slices.Equal(argv[n:], tail) {
+		return nil, fmt.Errorf("bubblewrap's command line %q does not end in %q", argv, tail)
+	}
+	return argv[1:n], nil
+}
+
+// writeArgs writes bubblewrap's options to w, each ended by a NUL, as
+// --args reads them. An option holding a NUL could not be one.
+func writeArgs(w io.Writer, opts []string) error {
+	var b strings.Builder
+	for _, o := range opts {
+		if strings.IndexByte(o, 0) >= 0 {
+			return fmt.Errorf("bubblewrap option %q holds a NUL byte", o)
+		}
+		b.WriteString(o)
+		b.WriteByte(0)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // argv is the command line that runs the init: bubblewrap's, or the init
 // itself without isolation.
-func (sp *startSpec) argv() ([]string, error) {
-	exe := sp.exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err == nil {
-			exe, err = filepath.EvalSymlinks(exe)
-		}
-		if err != nil {
-			return nil, &SetupError{Err: fmt.Errorf("finding cordon's own binary: %w", err)}
-		}
-		sp.exe = exe
-	}
+func (sp *startSpec) argv(exe string) ([]string, error) {
 	if sp.isolation == IsolationNone {
 		return []string{exe, InitArg}, nil
 	}
