@@ -399,7 +399,6 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		stderr = errW
 	}
 	s := &Sandbox{
-		queue:    sp.queue,
 		log:      log,
 		warn:     func(msg string) { log.Warn(msg) },
 		bare:     bare,
@@ -500,6 +499,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	if err != nil {
 		return abandon(err)
 	}
+	s.queue = sp.queue // git's queued commands at start, known from the layout
 	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
 	if argsW != nil {
 		opts, err := bwrapOptions(argv, first)
