@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -38,6 +39,28 @@ type lazyReport struct {
 // "pageout" (MADV_PAGEOUT on page 1, which discards a clean lazily freed
 // page at once) and "peek" (report page 1's first bytes) lines on stdin.
 func lazyfreeChild() int {
+	// One thread on one CPU for the whole life of the page: a page just
+	// faulted or marked waits in the CPU's own batch before it reaches
+	// the LRU lists, and MADV_PAGEOUT drains only the batch of the CPU it
+	// runs on; from another CPU it finds nothing to reclaim (a clean-clone
+	// make test saw page 1 survive the pageout so).
+	runtime.LockOSThread()
+	var one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &one); err != nil {
+		testchild.Report(lazyReport{Error: "sched_getaffinity: " + err.Error()})
+		return 1
+	}
+	for cpu := 0; cpu < 1024; cpu++ {
+		if one.IsSet(cpu) {
+			one.Zero()
+			one.Set(cpu)
+			break
+		}
+	}
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		testchild.Report(lazyReport{Error: "sched_setaffinity: " + err.Error()})
+		return 1
+	}
 	mode := os.Getenv("CORDON_LAZY")
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if mode == "droppable" {
