@@ -147,8 +147,12 @@ func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (s
 	return path, argv, err
 }
 
+// readPointers reads the NULL-terminated pointer array at addr into the
+// reader's own array (m.ptrs's, reused from one exec to the next: its
+// callers reset m.ptrs and keep the result there, and no decision holds it
+// past the next read).
 func (m *memReader) readPointers(pid int, addr uint64, ptrSize int) ([]uint64, error) {
-	var ptrs []uint64
+	ptrs := m.ptrs[:0]
 	const batch = 512
 	for {
 		n := batch * ptrSize
