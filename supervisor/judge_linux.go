@@ -20,6 +20,10 @@ type judge struct {
 	files *files
 	rec   *recordingFiles // what pol is bound to: files, recording for memo
 	memo  *decisionMemo
+	// heads, when set, lets decide skip the #! head read of a file seen
+	// to have none: only for the supervisor's check, and only while every
+	// exec it lets run is verified at its exec event (see notScripts).
+	heads *notScripts
 }
 
 func newJudge(pol *policy.Policy, fs *files) judge {
@@ -60,7 +64,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
 	d.Exec.Resolved = tgt.path
 	d.image, d.imageKnown = tgt.id, true
-	d.Interpreter, d.Expect = nil, nil
+	d.Interpreter, d.Expect, d.headsSkipped = nil, nil, false
 	j.files.setCurrent(tgt)
 	d.Result, d.volatile = j.policyDecide(&d.Exec)
 	j.files.setCurrent(nil)
@@ -75,7 +79,12 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 			unix.Close(fd)
 		}
 	}()
+	id := tgt.id
 	for depth := 0; depth < maxInterpDepth; depth++ {
+		if j.heads.has(id) {
+			d.headsSkipped = true // see notScripts: the exec event checks it
+			return 0
+		}
 		head, err := readHead(fd)
 		if err != nil {
 			d.Result = policy.Result{Decision: policy.Deny}
@@ -84,6 +93,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 		}
 		interp, args, ok := shebang(head)
 		if !ok {
+			j.heads.add(id)
 			return 0
 		}
 		next := append([]string{interp}, args...)
@@ -127,7 +137,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 		d.Interpreter = append(d.Interpreter, abs)
 		d.Expect = next
 		d.image = it.id
-		argv, filename, fd = next, interp, it.fd
+		argv, filename, fd, id = next, interp, it.fd, it.id
 	}
 	return unix.ELOOP // the kernel gives up after BINPRM_MAX_RECURSION
 }

@@ -37,6 +37,19 @@ type memReader struct {
 	batch []byte   // first chunks of a batch of strings
 	ptrs  []uint64 // the argv pointers of the last readArgv
 	rem   []unix.RemoteIovec
+	// pieces and iovAt lay out a batch of readStrings: each string's
+	// first chunk, in the iovec (rem) that reads it, and where each iovec
+	// lands in batch.
+	pieces []strPiece
+	iovAt  []int
+}
+
+// strPiece is n bytes at addr of the caller's memory, read as part of the
+// remote iovec iov.
+type strPiece struct {
+	iov  int
+	addr uint64
+	n    int
 }
 
 // readAt fills p from addr in pid's memory, returning how many bytes it got
@@ -134,8 +147,12 @@ func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (s
 	return path, argv, err
 }
 
+// readPointers reads the NULL-terminated pointer array at addr into the
+// reader's own array (m.ptrs's, reused from one exec to the next: its
+// callers reset m.ptrs and keep the result there, and no decision holds it
+// past the next read).
 func (m *memReader) readPointers(pid int, addr uint64, ptrSize int) ([]uint64, error) {
-	var ptrs []uint64
+	ptrs := m.ptrs[:0]
 	const batch = 512
 	for {
 		n := batch * ptrSize
@@ -193,17 +210,38 @@ func (m *memReader) readStrings(pid int, ptrs []uint64, pathAddr uint64, withPat
 		if first && end-start == iovMax {
 			end-- // room for the path in IOV_MAX
 		}
-		size := 0
-		m.rem = m.rem[:0]
-		for _, p := range ptrs[start:end] {
+		// Each string's first chunk (to its page's end at most) is one
+		// piece; pieces on the same page as the one before are read as one
+		// remote iovec spanning both (still within that page, so the span
+		// faults exactly when either piece would): the kernel pins and
+		// copies per iovec, and argv's strings mostly sit side by side.
+		m.rem, m.pieces = m.rem[:0], m.pieces[:0]
+		add := func(p uint64) {
 			n := min(firstChunk, pageSize-int(p%pageSize))
+			if k := len(m.rem) - 1; k >= 0 {
+				b := uint64(m.rem[k].Base)
+				if b/pageSize == p/pageSize {
+					lo, hi := min(b, p), max(b+uint64(m.rem[k].Len), p+uint64(n))
+					m.rem[k] = unix.RemoteIovec{Base: uintptr(lo), Len: int(hi - lo)}
+					m.pieces = append(m.pieces, strPiece{iov: k, addr: p, n: n})
+					return
+				}
+			}
 			m.rem = append(m.rem, unix.RemoteIovec{Base: uintptr(p), Len: n})
-			size += n
+			m.pieces = append(m.pieces, strPiece{iov: len(m.rem) - 1, addr: p, n: n})
+		}
+		for _, p := range ptrs[start:end] {
+			add(p)
 		}
 		if first {
-			n := min(firstChunk, pageSize-int(pathAddr%pageSize))
-			m.rem = append(m.rem, unix.RemoteIovec{Base: uintptr(pathAddr), Len: n})
-			size += n
+			add(pathAddr)
+		}
+		// Where each iovec, and so each piece, lands in the buffer.
+		size := 0
+		m.iovAt = m.iovAt[:0]
+		for _, r := range m.rem {
+			m.iovAt = append(m.iovAt, size)
+			size += r.Len
 		}
 		if cap(m.batch) < size {
 			m.batch = make([]byte, size)
@@ -223,16 +261,25 @@ func (m *memReader) readStrings(pid int, ptrs []uint64, pathAddr uint64, withPat
 			got = max(n, 0)
 			break
 		}
+		// chunk returns piece i's bytes, or nil when they were not all
+		// read (the read stopped at an unreadable page before its end).
+		chunk := func(i int) []byte {
+			pc := m.pieces[i]
+			off := m.iovAt[pc.iov] + int(pc.addr-uint64(m.rem[pc.iov].Base))
+			if off+pc.n > got {
+				return nil
+			}
+			return buf[off : off+pc.n]
+		}
 		if first {
-			// The path's chunk is the last one read.
-			pr := m.rem[len(m.rem)-1]
-			off := size - pr.Len
+			// The path's piece is the last one.
 			j := -1
-			if got == size {
-				j = bytes.IndexByte(buf[off:size], 0)
+			c := chunk(len(m.pieces) - 1)
+			if c != nil {
+				j = bytes.IndexByte(c, 0)
 			}
 			if j >= 0 {
-				path = string(buf[off : off+j])
+				path = string(c[:j])
 			} else {
 				// Longer than the chunk, or not read in the batch.
 				p, err := m.readString(pid, pathAddr, pathMax, errNameLen)
@@ -242,14 +289,11 @@ func (m *memReader) readStrings(pid int, ptrs []uint64, pathAddr uint64, withPat
 				path = p
 			}
 		}
-		off := 0
-		for i, r := range m.rem[:end-start] {
+		for i := range end - start {
 			idx := start + i
-			var s string
-			if off+r.Len <= got {
-				if j := bytes.IndexByte(buf[off:off+r.Len], 0); j >= 0 {
-					s = string(buf[off : off+j])
-					off += r.Len
+			if c := chunk(i); c != nil {
+				if j := bytes.IndexByte(c, 0); j >= 0 {
+					s := string(c[:j])
 					total += len(s) + 1
 					if total > maxArgBytes {
 						return nil, "", errTooBig
@@ -258,7 +302,6 @@ func (m *memReader) readStrings(pid int, ptrs []uint64, pathAddr uint64, withPat
 					continue
 				}
 			}
-			off += r.Len
 			// Longer than the first chunk, or not read in the batch: read
 			// it alone.
 			long, err := m.readString(pid, ptrs[idx], maxArgStrlen, errTooBig)

@@ -311,6 +311,45 @@ func TestReadArgv(t *testing.T) {
 			want:    []string{"cat", "abc", "tail"},
 		},
 		{
+			// readStrings reads the words of one page in one remote iovec
+			// spanning them: out of order, repeated, interleaved with
+			// another page, and one longer than its first chunk.
+			name: "words sharing pages, out of order",
+			build: func(t *testing.T) uint64 {
+				off := a.alloc(t, 3*pageSize)
+				p := (off + pageSize - 1) / pageSize * pageSize
+				at := func(o int, s string) uint64 {
+					a.write(t, p+o, append([]byte(s), 0))
+					return a.addr(p + o)
+				}
+				b, first, c := at(200, "b"), at(100, "a"), at(pageSize+1000, "c")
+				d, long := at(300, "d"), at(pageSize-40, strings.Repeat("L", 300))
+				return a.putPtrs(t, []uint64{b, first, c, d, first, long, c}, 8)
+			},
+			ptrSize: 8,
+			want:    []string{"b", "a", "c", "d", "a", strings.Repeat("L", 300), "c"},
+		},
+		{
+			name: "words sharing the page before a hole",
+			build: func(t *testing.T) uint64 {
+				a.write(t, 4*pageSize+10, []byte("x\x00"))
+				a.write(t, 5*pageSize-4, []byte("abc\x00"))
+				return a.putPtrs(t, []uint64{a.addr(4*pageSize + 10), a.addr(5*pageSize - 4)}, 8)
+			},
+			ptrSize: 8,
+			want:    []string{"x", "abc"},
+		},
+		{
+			name: "a word running into a hole after one on its page",
+			build: func(t *testing.T) uint64 {
+				a.write(t, 8*pageSize+10, []byte("ok\x00"))
+				a.write(t, 9*pageSize-3, []byte("abc"))
+				return a.putPtrs(t, []uint64{a.addr(8*pageSize + 10), a.addr(9*pageSize - 3)}, 8)
+			},
+			ptrSize: 8,
+			wantErr: errFault,
+		},
+		{
 			name: "argument running into a hole",
 			build: func(t *testing.T) uint64 {
 				off := 9*pageSize - 3

@@ -83,6 +83,10 @@ type Verdict struct {
 	// from the receive loop's own thread (tracer.embed), so OnDecision
 	// can wait until after the answer.
 	held bool
+	// headsSkipped says the check took a file for no #! script because
+	// notScripts had seen it so, without reading its head: the decision
+	// stands only if the exec event verifies it (see notScripts).
+	headsSkipped bool
 }
 
 // Refused reports whether cordon refused the exec: the policy denied it, or
@@ -288,6 +292,9 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		// shared file cache.
 		s.tracer = newTracer(newJudge(pol, fs.view()), log, s.report)
 		s.tracer.exec = opts.OnExec
+		// Every exec the check lets run is now verified at its exec
+		// event, or decided again with its heads read (guard).
+		s.judge.heads = &notScripts{}
 	}
 	return s, nil
 }
@@ -652,6 +659,16 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	if errno := s.judge.decide(pid, root, &tgt, kernelFilename(call, path), d); errno != 0 {
 		return errno
 	}
+	if d.headsSkipped && d.Result.Decision != policy.Allow {
+		// Only an allow is left to the exec event: a refusal names its
+		// rule, and a person asked sees the interpreters, from the file's
+		// head as it is now.
+		j := s.judge
+		j.heads = nil
+		if errno := j.decide(pid, root, &tgt, kernelFilename(call, path), d); errno != 0 {
+			return errno
+		}
+	}
 	switch d.Result.Decision {
 	case policy.Allow:
 		return 0
@@ -730,6 +747,13 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 			return unix.EPERM
 		}
 		s.log.Debug("ptrace verification not possible: strict mode for this exec", "pid", pid, "err", err)
+		if d.headsSkipped {
+			// No exec event will check what the skipped head read would
+			// have (see notScripts): decide again, reading every head.
+			if errno := s.recheck(n, d); errno != 0 {
+				return errno
+			}
+		}
 	}
 	// No exec event will prove the caller's root: prove it now.
 	if errno := s.proveRoot(pid, d); errno != 0 {
@@ -746,6 +770,21 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	}
 	d.Reason = "strict mode: " + why + ", and ptrace is not available to verify it"
 	return unix.EPERM
+}
+
+// recheck decides n again into d with every #! head read (no notScripts),
+// for an exec the check let through on a skipped head that no exec event
+// will verify.
+func (s *Supervisor) recheck(n *seccomp.Notif, d *Verdict) syscall.Errno {
+	if d.root >= 0 {
+		unix.Close(d.root)
+	}
+	*d = Verdict{Time: d.Time, Pid: d.Pid, root: -1}
+	j := s.judge
+	s.judge.heads = nil
+	errno := s.decide(n, d)
+	s.judge = j
+	return errno
 }
 
 // leader reports whether tid is its thread group's leader: tgkill with

@@ -237,10 +237,11 @@ func (t *tracer) service() time.Duration {
 // (wrapped) when ptrace is not possible for this caller.
 func (t *tracer) attach(tid int, d *Verdict) error {
 	if t.embedded {
-		// Called from the receive loop, on this very thread (embed).
-		err := t.seize(attachReq{tid: tid, d: *d})
-		t.drain()
-		return err
+		// Called from the receive loop, on this very thread (embed). No
+		// drain here: the new tracee has no event before its answer, and
+		// the loop collects everyone else's before its next ppoll
+		// (service), so a wait4 now would only lengthen the decision.
+		return t.seize(attachReq{tid: tid, d: *d})
 	}
 	r := attachReq{tid: tid, d: *d, reply: make(chan error, 1)}
 	select {
