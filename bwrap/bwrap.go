@@ -3,10 +3,12 @@ package bwrap
 import (
 	"errors"
 	"fmt"
-	"os/exec"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Net selects the sandbox's network view.
@@ -34,13 +36,84 @@ func ParseNet(s string) (Net, error) {
 // ErrNotFound is returned by Find when no bwrap binary is on PATH.
 var ErrNotFound = errors.New("bubblewrap (bwrap) not found on PATH; install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch)")
 
-// Find returns the path of the bwrap binary.
+// Find returns the bubblewrap cordon runs: the first bwrap on PATH that
+// nobody but root can replace (trusted), as its resolved path. cordon runs it
+// on the host, outside any sandbox, so one the sandbox could have put on
+// the PATH (an activated virtualenv's bin, node_modules/.bin, ~/.local/bin,
+// all writable by the workload when they are in its writable tree) would
+// run the next sandbox's workload as the user, unconfined: such a file is
+// skipped, and when no trusted one is found the error names what was
+// skipped and why. Relative PATH entries are never searched.
 func Find() (string, error) {
-	p, err := exec.LookPath("bwrap")
-	if err != nil {
-		return "", ErrNotFound
+	var skipped []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, "bwrap")
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		resolved, err := trusted(p)
+		if err != nil {
+			skipped = append(skipped, err.Error())
+			continue
+		}
+		return resolved, nil
 	}
-	return p, nil
+	if len(skipped) > 0 {
+		return "", fmt.Errorf("no trusted bubblewrap on PATH: %s; cordon runs bubblewrap only from a path that "+
+			"root owns and nobody else can write (the distribution's package installs /usr/bin/bwrap: sudo apt-get "+
+			"install bubblewrap), since a copy the sandbox could write would run outside it", strings.Join(skipped, "; "))
+	}
+	return "", ErrNotFound
+}
+
+// systemPrefixes are where a distribution installs programs. Run by root,
+// cordon takes bubblewrap from nowhere else: a root sandbox writes files
+// that root owns, so ownership cannot tell them from the system's.
+var systemPrefixes = []string{"/usr/", "/bin/", "/sbin/", "/nix/store/", "/gnu/store/"}
+
+// trusted returns p's resolved path when it and every directory above it
+// belong to root and only root can change them: the file writable by no
+// group or other, each directory either so or sticky (/tmp: then only an
+// entry's owner, root here, can replace it); run by root, the resolved path
+// must also lie under a system prefix.
+func trusted(p string) (string, error) {
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", p, err)
+	}
+	resolved, err = filepath.Abs(resolved)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", p, err)
+	}
+	if os.Geteuid() == 0 && !slices.ContainsFunc(systemPrefixes, func(pre string) bool { return strings.HasPrefix(resolved, pre) }) {
+		return "", fmt.Errorf("%s: %s is outside the system's directories (%s), where a sandbox run by root could have written it",
+			p, resolved, strings.Join(systemPrefixes, ", "))
+	}
+	for c := resolved; ; c = filepath.Dir(c) {
+		fi, err := os.Lstat(c)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", p, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", fmt.Errorf("%s: cannot read the owner of %s", p, c)
+		}
+		switch {
+		case st.Uid != 0:
+			return "", fmt.Errorf("%s: %s belongs to uid %d, not root", p, c, st.Uid)
+		case fi.Mode()&os.ModeSymlink != 0:
+			return "", fmt.Errorf("%s: %s changed while it was checked", p, c)
+		case fi.Mode().Perm()&0o022 != 0 && (c == resolved || fi.Mode()&os.ModeSticky == 0):
+			return "", fmt.Errorf("%s: %s is writable by others than root (mode %v)", p, c, fi.Mode())
+		}
+		if c == "/" {
+			return resolved, nil
+		}
+	}
 }
 
 // Spec describes one sandbox.

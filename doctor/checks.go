@@ -478,6 +478,9 @@ func bwrapCheck(f bwrapFacts) Check {
 	case f.LookErr != nil:
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("bubblewrap not found: %v", f.LookErr)
+		if strings.HasPrefix(f.LookErr.Error(), "no trusted bubblewrap") {
+			c.Detail = f.LookErr.Error()
+		}
 		c.Fix = bwrapInstallFix
 	case f.SmokeErr != nil:
 		c.Status = StatusFail

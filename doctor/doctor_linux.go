@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/cordon-sandbox/cordon/internal/seccomp"
 )
@@ -98,10 +99,14 @@ func readTrimmed(path string) string {
 // sandbox with the options cordon's launcher relies on.
 func probeBwrap(ctx context.Context, bwrap string, timeout time.Duration) bwrapFacts {
 	var f bwrapFacts
+	var path string
+	var err error
 	if bwrap == "" {
-		bwrap = "bwrap"
+		// The one cordon would run (bwrap.Find: a trusted one).
+		path, err = bwrapFind()
+	} else {
+		path, err = exec.LookPath(bwrap)
 	}
-	path, err := exec.LookPath(bwrap)
 	if err != nil {
 		f.LookErr = err
 		return f
@@ -186,3 +191,6 @@ func probeCgroup() cgroupFacts {
 		unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
 	return cgroupFacts{V2: true, Path: p, Writable: writable}
 }
+
+// bwrapFind is bwrap.Find, the bubblewrap cordon would run.
+var bwrapFind = bwrap.Find

@@ -506,6 +506,12 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		if err != nil {
 			return abandon(&SetupError{Err: err})
 		}
+		if len(argv) > bwrapMaxArgs {
+			// bubblewrap would refuse them itself; said here, the
+			// error names the cause, and the remembered probe stays
+			// (bubblewrap works: the layout is too big for it).
+			return abandon(tooManyOptions(len(argv), sp.files))
+		}
 		werr := writeArgs(argsW, opts)
 		if werr != nil {
 			// Killed before the pipe closes: whatever part of its
@@ -596,6 +602,34 @@ func (sp *startSpec) ownExe() (string, error) {
 // user's stderr (stderrFD). bubblewrap closes it once read; the init
 // never sees it.
 const argsFD = 5
+
+// bwrapMaxArgs is how many arguments bubblewrap takes in all (its
+// MAX_ARGS): "Exceeded maximum number of arguments" beyond.
+const bwrapMaxArgs = 9000
+
+// tooManyOptions is the error of a layout bubblewrap cannot take: most
+// often a deny_read glob matching thousands of files in the writable trees
+// (each is one bind).
+func tooManyOptions(n int, fl *fileLayout) error {
+	err := fmt.Errorf("the sandbox's layout needs %d bubblewrap arguments, more than the %d bubblewrap takes", n, bwrapMaxArgs)
+	hint := "bind fewer paths"
+	if fl != nil && len(fl.unreadable) > 0 {
+		// The directory holding most of them says where to look.
+		per := map[string]int{}
+		top := ""
+		for _, u := range fl.unreadable {
+			d := filepath.Dir(u.Path)
+			per[d]++
+			if per[d] > per[top] {
+				top = d
+			}
+		}
+		err = fmt.Errorf("%w: deny_read rules match %d paths, each hidden by a bind of its own (%d of them in %s)",
+			err, len(fl.unreadable), per[top], top)
+		hint = "remove the files those rules match, or narrow the rules"
+	}
+	return inputError(err, hint)
+}
 
 // bwrapOptions returns the options of argv, bubblewrap's whole command
 // line as sandboxArgv made it, that go through the --args pipe: all but

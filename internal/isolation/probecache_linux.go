@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -100,7 +99,7 @@ func probeKey(bw string) (string, error) {
 // the same key before is taken without probing again (see above). cached
 // reports that it was; the caller calls Forget if bubblewrap then fails.
 func ChooseCached(ctx context.Context) (c Choice, cached bool) {
-	bw, err := exec.LookPath("bwrap")
+	bw, err := findBwrap()
 	if err != nil {
 		return Choose(ctx), false
 	}

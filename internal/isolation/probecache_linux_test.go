@@ -61,7 +61,9 @@ func TestChooseCachedNeverRemembersFailure(t *testing.T) {
 	bin := t.TempDir()
 	fake := filepath.Join(bin, "bwrap")
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755))
-	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	orig := findBwrap
+	findBwrap = func() (string, error) { return fake, nil }
+	t.Cleanup(func() { findBwrap = orig })
 
 	c, cached := ChooseCached(ctx)
 	assert.False(t, cached, "the entry names another bwrap")

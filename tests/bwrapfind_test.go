@@ -1,0 +1,67 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSecurityPlantedBwrapNeverRuns: cordon runs bubblewrap on the host,
+// outside any sandbox. A workload that writes a bwrap into a PATH
+// directory of its writable tree (an activated virtualenv's bin) must not
+// get it run by the next cordon whose PATH has that directory first: the
+// red team's planted wrapper dropped the next sandbox's protections, or ran
+// anything as the user. Only a bwrap nobody but root can replace is run,
+// and run by root only one under the system's directories.
+func TestSecurityPlantedBwrapNeverRuns(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	venv := filepath.Join(dir, ".venv", "bin")
+	marker := filepath.Join(dir, "PLANTED-RAN")
+	r := runCordon(t, runOpts{dir: dir}, "--isolation", "bwrap", "--", "sh", "-c",
+		`mkdir -p .venv/bin && printf '#!/bin/sh\ntouch `+marker+`\nexec /usr/bin/bwrap "$@"\n' > .venv/bin/bwrap && chmod 755 .venv/bin/bwrap`)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(venv, "bwrap"))
+
+	path := "PATH=" + venv + ":" + os.Getenv("PATH")
+	for _, iso := range []string{"bwrap", "auto"} {
+		r = runCordon(t, runOpts{dir: dir, env: []string{path}}, "--isolation", iso, "--", "true")
+		assert.Equal(t, 0, r.code, "%s: %s", iso, r.stderr)
+		assert.NoFileExists(t, marker, "%s: the planted bwrap ran", iso)
+	}
+	// Nothing but the planted one on PATH: a refusal that says why.
+	r = runCordon(t, runOpts{dir: dir, env: []string{"PATH=" + venv}}, "--isolation", "bwrap", "--", "/bin/true")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "no trusted bubblewrap on PATH: "+filepath.Join(venv, "bwrap"))
+	assert.NoFileExists(t, marker)
+}
+
+// TestTooManyHiddenFilesIsSaidNotForgotten: a workload can leave thousands
+// of files a deny_read glob matches (--deny-read '.env*') in its working
+// directory; each is hidden by a bind of its own, more than bubblewrap
+// takes. The next run fails saying so (exit 125), and the remembered
+// bubblewrap probe stays: bubblewrap works, the layout was too big.
+func TestTooManyHiddenFilesIsSaidNotForgotten(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	cache := "XDG_CACHE_HOME=" + t.TempDir()
+	r := runCordon(t, runOpts{dir: dir, env: []string{cache}}, "--isolation", "auto", "--deny-read", ".env*", "--", "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	entry := filepath.Join(strings.TrimPrefix(cache, "XDG_CACHE_HOME="), "cordon", "bwrap-probe")
+	require.FileExists(t, entry)
+	for i := range 3100 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".env"+strconv.Itoa(i)), nil, 0o600))
+	}
+	r = runCordon(t, runOpts{dir: dir, env: []string{cache}, timeout: startBound}, "--isolation", "auto", "--deny-read", ".env*", "--", "echo", "RAN")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "RAN")
+	assert.Contains(t, r.stderr, "more than the 9000 bubblewrap takes: deny_read rules match ")
+	assert.Contains(t, r.stderr, "(3100 of them in "+dir+")")
+	assert.Contains(t, r.stderr, "remove the files those rules match, or narrow the rules")
+	assert.FileExists(t, entry, "the remembered probe stays")
+}
