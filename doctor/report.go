@@ -60,7 +60,8 @@ type Report struct {
 
 // Options tunes Run. The zero value is ready to use.
 type Options struct {
-	// Bwrap is the bubblewrap binary to check; empty means "bwrap" on PATH.
+	// Bwrap is the bubblewrap binary to check; empty means the one cordon
+	// runs (bwrap.Find: the first on PATH only root can replace).
 	Bwrap string
 	// Timeout bounds each probe child and each bwrap run; zero means 2s.
 	Timeout time.Duration
