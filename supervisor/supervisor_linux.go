@@ -761,7 +761,9 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	}
 	why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox, d.ptrSize == 4)
 	if why == "" && s.immutable(d) {
-		return 0
+		if why = binfmtHandled(d.root, d); why == "" {
+			return 0
+		}
 	}
 	if why == "" {
 		// Its memory cannot change, but what the path leads to could
