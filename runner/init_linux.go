@@ -83,6 +83,13 @@ func InitMain() int {
 		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
 		return 125
 	}
+	if cfg.LastPid {
+		// Before the filter, and before any command: the host asks for
+		// the counter only from the first decision on.
+		if err := serveLastPid(lastPidFD); err != nil {
+			return setupErr(err)
+		}
+	}
 	if cfg.Session {
 		return sessionMain(conn, cfg, stderrFd, handled)
 	}

@@ -45,6 +45,10 @@ type configMsg struct {
 	// NetListen asks the init for the proxy listeners on the sandbox's
 	// loopback (--net filter), sent with the notify listener.
 	NetListen bool `json:"net_listen,omitempty"`
+	// LastPid asks the init to answer the host's requests for its pid
+	// namespace's counter on lastPidFD (bubblewrap's tier: see
+	// lastpid_linux.go).
+	LastPid bool `json:"last_pid,omitempty"`
 }
 
 // wireConfig is configMsg as it travels: JSON strings would replace bytes
@@ -59,6 +63,7 @@ type wireConfig struct {
 	Reap      bool          `json:"reap"`
 	Session   bool          `json:"session,omitempty"`
 	NetListen bool          `json:"net_listen,omitempty"`
+	LastPid   bool          `json:"last_pid,omitempty"`
 	Landlock  *wireLandlock `json:"landlock,omitempty"`
 }
 
@@ -80,7 +85,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, Landlock: c.Landlock.wire()})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, LastPid: c.LastPid, Landlock: c.Landlock.wire()})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -89,7 +94,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, Landlock: w.Landlock.spec()}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, LastPid: w.LastPid, Landlock: w.Landlock.spec()}
 	return nil
 }
 

@@ -108,6 +108,10 @@ type Sandbox struct {
 	// handshake.
 	gated   bool
 	hostNet []int
+	// lastPid asks the init for its pid namespace's counter (bubblewrap's
+	// tier; nil in the others, which share the host's): see
+	// lastpid_linux.go.
+	lastPid *lastPidClient
 
 	sendMu sync.Mutex // one frame at a time on conn
 

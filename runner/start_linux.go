@@ -392,6 +392,21 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		defer devnull.Close()
 		stdin, stdout = cmp.Or(stdin, devnull), cmp.Or(stdout, devnull)
 	}
+	var lastPid *lastPidClient
+	if bw != "" {
+		// The sandbox has a pid namespace of its own, whose counter only
+		// its init can read (strict mode's wrap check).
+		var child *os.File
+		if lastPid, child, err = newLastPidPair(); err != nil {
+			conn.close()
+			errR.Close()
+			closeChildFiles()
+			argsW.Close()
+			return nil, &SetupError{Err: err}
+		}
+		childFiles = append(childFiles, child)
+		cfg.LastPid = true
+	}
 	pass := func(b []byte) { log.Warn("sandbox stderr", "text", strings.TrimSpace(string(b))) }
 	if stderr != nil {
 		pass = func(b []byte) { _, _ = sp.stderr.Write(b) }
@@ -417,6 +432,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		ports:    ports,
 		gated:    gated,
 		hostNet:  hostNet,
+		lastPid:  lastPid,
 	}
 	ownNet = false
 	if sp.stderr != nil {
@@ -427,7 +443,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	}
 	extra := []*os.File{childEnd, stderr}
 	if argsW != nil {
-		extra = append(extra, childFiles[len(childFiles)-1]) // argsFD
+		extra = append(extra, childFiles[2], childFiles[3]) // argsFD, lastPidFD
 	}
 	s.cmd = &exec.Cmd{
 		Path:       first[0],
@@ -600,7 +616,7 @@ func (sp *startSpec) ownExe() (string, error) {
 // argsFD is where bubblewrap reads its options (--args): the third of the
 // descriptors it inherits after stdio, the control socket (ctlFD) and the
 // user's stderr (stderrFD). bubblewrap closes it once read; the init
-// never sees it.
+// never sees it. The init's pid counter socket follows it (lastPidFD).
 const argsFD = 5
 
 // bwrapMaxArgs is how many arguments bubblewrap takes in all (its
@@ -869,6 +885,9 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	}
 	opts := sp.sup
 	opts.RootPid, opts.Logger, opts.HostView = s.initPid, s.log, s.bare
+	if s.lastPid != nil {
+		opts.LastPid = s.lastPid.get
+	}
 	if s.conns != nil {
 		// Set before the supervisor runs, which calls note.
 		s.conns.initPid = s.initPid
@@ -1038,6 +1057,9 @@ func (s *Sandbox) stop() {
 				_ = s.sup.Close()
 			}
 		}
+		// After the supervisor: a request in progress ends first (the
+		// client's lock), and a wedged supervisor's next one fails.
+		s.lastPid.close()
 		s.stderr.wait(100 * time.Millisecond)
 		removeTmp(s.tmpdir)
 		s.end(nil)

@@ -61,6 +61,10 @@ type sandboxView struct {
 	// decision walks the tree only when a candidate is missing from it.
 	hostMu sync.Mutex
 	hosts  *hostPids
+
+	// nsLastPid, when set, reads the last pid allocated in the sandbox's
+	// own pid namespace (Options.LastPid); see lastPid.
+	nsLastPid func() (int, error)
 }
 
 func newSandboxView(rootPid int) *sandboxView { return &sandboxView{ref: rootPid, rootFD: -1} }

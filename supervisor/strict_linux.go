@@ -95,9 +95,10 @@ const maxPeerScan = 2048
 // child keeps its parent's layout until it execs, without sharing its
 // memory: a shell's & subshells, make -j): a separate copy is no peer, nor
 // the parent when it is the trusted init; any other, or one that cannot be
-// compared (its host pid not found, an error), is taken as a peer. New sharers can only be made by tasks already sharing
-// the memory; the one way to hide one from the listing, a pid number
-// wrapping around behind it, is caught by ns_last_pid going down.
+// compared (its host pid not found, an error), is taken as a peer. New
+// sharers can only be made by tasks already sharing the memory; the one way
+// to hide one from the listing, a pid number wrapping around behind it, is
+// caught by the sandbox's ns_last_pid going down (see readLastPid).
 func (v *sandboxView) memoryPeer(pid int, st proc.Status, trusted int) string {
 	// A candidate that exits while it is being checked may have vforked a
 	// sharer born after the listing: list again (a few times at most).
@@ -141,7 +142,7 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 			trustedNS = t.NSTgid
 		}
 	}
-	before, err1 := readLastPid(procDir)
+	before, err1 := readLastPid(v, procDir)
 	pids, err2 := listPids(procDir, maxPeerScan)
 	if err1 != nil || err2 != nil {
 		return "cannot list the sandbox's processes: " + errors.Join(err1, err2).Error(), false
@@ -216,18 +217,36 @@ func (v *sandboxView) memoryPeerPass(pid int, st proc.Status, trusted int) (why 
 		}
 		return fmt.Sprintf("process %d of the sandbox may share the caller's memory", p), false
 	}
-	if after, err := readLastPid(procDir); err != nil || after < before {
-		// Listed again: a wrap is rare (on the host, whose counter this
-		// reads too, every pid_max processes), and a pass that lists the
-		// processes with no wrap behind it is the proof either way. Three
-		// wraps in a row refuse.
+	after, err := readLastPid(v, procDir)
+	if err != nil {
+		return "cannot tell whether pid numbers wrapped around while the sandbox's processes were listed: " + err.Error(), false
+	}
+	if after < before {
+		// Listed again: a wrap is rare (every pid_max processes of the
+		// sandbox's pid namespace: the host's too when it shares it),
+		// and a pass that lists the processes with no wrap behind it is
+		// the proof either way. Three wraps in a row refuse.
 		return "pid numbers wrapped around while the sandbox's processes were listed", true
 	}
 	return "", false
 }
 
-// readLastPid is lastPid; tests replace it to make pids wrap.
-var readLastPid = lastPid
+// readLastPid is (*sandboxView).lastPid; tests replace it to make pids
+// wrap.
+var readLastPid = (*sandboxView).lastPid
+
+// lastPid reads the last pid allocated in the sandbox's pid namespace.
+// The kernel answers a read of ns_last_pid for the pid namespace of the
+// task that reads it, whichever proc it is read from: when the sandbox has
+// a namespace of its own (bubblewrap's tier), a process in it must read it
+// (v.nsLastPid, the init's answer); otherwise the sandbox's namespace is
+// the supervisor's, and dir's (the sandbox's proc) file tells.
+func (v *sandboxView) lastPid(dir int) (int, error) {
+	if v.nsLastPid != nil {
+		return v.nsLastPid()
+	}
+	return lastPid(dir)
+}
 
 // hostPids maps the pids of the caller's pid namespace to the host's (the
 // supervisor's), so that kcmp, which takes the supervisor's pids, can look
@@ -361,7 +380,9 @@ func readStatAt(dir, pid int) (proc.Stat, error) {
 	return proc.ParseStat(b)
 }
 
-// lastPid reads the pid namespace's last allocated pid.
+// lastPid reads the last pid allocated in the supervisor's own pid
+// namespace (not necessarily that of the proc dir is: see
+// (*sandboxView).lastPid).
 func lastPid(dir int) (int, error) {
 	b, err := readAt(dir, "sys/kernel/ns_last_pid")
 	if err != nil {

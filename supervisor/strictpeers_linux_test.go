@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,10 +152,10 @@ func TestDistinctMemoryIdentity(t *testing.T) {
 // (TestStrictParallelSubshells saw "pid numbers wrapped around" in a
 // clean-clone make test).
 func TestMemoryPeerListsAgainAfterAWrap(t *testing.T) {
-	t.Cleanup(func() { readLastPid = lastPid })
+	t.Cleanup(func() { readLastPid = (*sandboxView).lastPid })
 	wraps := 0
-	readLastPid = func(dir int) (int, error) {
-		n, err := lastPid(dir)
+	readLastPid = func(v *sandboxView, dir int) (int, error) {
+		n, err := v.lastPid(dir)
 		if wraps > 0 {
 			wraps--
 			if wraps%2 == 0 {
@@ -168,4 +169,64 @@ func TestMemoryPeerListsAgainAfterAWrap(t *testing.T) {
 	assert.Empty(t, peerOf(t, self))
 	wraps = 2 * maxPeerPasses // every pass wraps
 	assert.Contains(t, peerOf(t, self), "pid numbers wrapped around")
+}
+
+// peerWith runs memoryPeer for the host process pid as peerOf does, with
+// the sandbox's pid counter read by lastPid (Options.LastPid).
+func peerWith(t *testing.T, pid int, lastPid func() (int, error)) string {
+	t.Helper()
+	st, err := proc.ReadStatus(pid)
+	require.NoError(t, err)
+	v := newSandboxView(0)
+	v.nsLastPid = lastPid
+	return v.memoryPeer(pid, st, 0)
+}
+
+// TestMemoryPeerAsksTheSandboxsCounter: with Options.LastPid set (the
+// sandbox has a pid namespace of its own, whose counter only a process in
+// it can read), the listing's wrap check asks it, and nothing else: its
+// counter going down lists again, going down in every pass refuses, and
+// not answering refuses. Before: the supervisor read its own namespace's
+// counter, which does not move when the sandbox's wraps.
+func TestMemoryPeerAsksTheSandboxsCounter(t *testing.T) {
+	self := os.Getpid()
+	// counter answers 100 at a pass's first read, and at its second 200,
+	// or 5 (wrapped) while wraps lasts; fail, when set, fails the read
+	// numbered so (1: the first).
+	var calls, wraps, fail int
+	counter := func() (int, error) {
+		calls++
+		if calls == fail {
+			return 0, errors.New("the init did not answer")
+		}
+		if calls%2 == 1 {
+			return 100, nil
+		}
+		if wraps > 0 {
+			wraps--
+			return 5, nil
+		}
+		return 200, nil
+	}
+	assert.Empty(t, peerWith(t, self, counter))
+	assert.Equal(t, 2, calls, "one pass reads the sandbox's counter before and after the listing")
+
+	calls, wraps = 0, 1
+	assert.Empty(t, peerWith(t, self, counter), "one wrap lists again")
+	assert.Equal(t, 4, calls, "two passes")
+
+	calls, wraps = 0, maxPeerPasses
+	assert.Contains(t, peerWith(t, self, counter), "pid numbers wrapped around")
+	assert.Equal(t, 2*maxPeerPasses, calls)
+
+	calls, wraps, fail = 0, 0, 1
+	why := peerWith(t, self, counter)
+	assert.Contains(t, why, "cannot list the sandbox's processes")
+	assert.Contains(t, why, "the init did not answer")
+
+	calls, fail = 0, 2
+	why = peerWith(t, self, counter)
+	assert.Contains(t, why, "cannot tell whether pid numbers wrapped around")
+	assert.Contains(t, why, "the init did not answer")
+	assert.Equal(t, 2, calls, "an error refuses at once: no other pass")
 }

@@ -187,6 +187,16 @@ type Options struct {
 	// sockets' connects continue. The filter must be GatedFilter's.
 	ConnectGate     bool
 	OnConnectDenied func(ConnectDenial)
+	// LastPid, when set, returns the last pid allocated in the sandbox's
+	// pid namespace, as a process of that namespace reads it from
+	// /proc/sys/kernel/ns_last_pid (the kernel answers that file for the
+	// reader's namespace, whatever proc it is in). Strict mode's listing
+	// of the sandbox's processes uses it to see pid numbers wrap around
+	// behind it (see memoryPeer); an error refuses the exec. Nil: the
+	// sandbox shares the supervisor's pid namespace (no bubblewrap), whose
+	// counter the supervisor reads itself. It must be safe for concurrent
+	// use and return within a bounded time.
+	LastPid func() (int, error)
 	// DropAfter, when positive, makes the supervisor close the listener and
 	// stop after that many notifications, as if it had died: it exists to
 	// test that later execs in the sandbox fail (fail closed).
@@ -257,6 +267,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		fs.pre = opts.Prelisted
 	}
 	sandbox := fs.sandbox
+	sandbox.nsLastPid = opts.LastPid
 	// The first decision's view of the sandbox (its mount namespace,
 	// root and mounts: 0.25 ms, the mount table's text above all) is
 	// read while the init is told to go and forks, not after its exec
