@@ -476,6 +476,9 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		if argsW != nil {
 			argsW.Close()
 		}
+		if lastPid != nil {
+			lastPid.close()
+		}
 		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", first[0], err)}
 	}
 	s.stderr = newSetupOutput(errR, pass)
