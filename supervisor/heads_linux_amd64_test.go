@@ -23,7 +23,10 @@ type headsRig struct {
 	script, marker string
 }
 
-func newHeadsRig(t *testing.T) *headsRig {
+// newHeadsRig starts the rig's supervisor; before, when given, runs first
+// (test hooks are package variables: set before the supervisor's
+// goroutine starts, reset after it stopped).
+func newHeadsRig(t *testing.T, before ...func(*headsRig)) *headsRig {
 	t.Helper()
 	requireSeccompNotify(t)
 	dir := t.TempDir()
@@ -54,6 +57,9 @@ func newHeadsRig(t *testing.T) *headsRig {
 	unix.Close(pfd)
 	require.NoError(t, err)
 	s.judge.heads.add(id) // stale: before Run, on this goroutine
+	for _, f := range before {
+		f(h)
+	}
 	go func() { h.r.runErr <- s.Run() }()
 	t.Cleanup(func() {
 		s.Shutdown()
@@ -101,12 +107,13 @@ func TestNotScriptsStaleEntryIsKilledAtTheEvent(t *testing.T) {
 // pass strict mode's read-only proof (a test fake, as in rootproof's "no
 // attach"), so without the second decision the script would run.
 func TestNotScriptsNeedTheEvent(t *testing.T) {
-	h := newHeadsRig(t)
-	testHookChecked = func(s *Supervisor, d *Verdict) {
-		s.immutables.paths = map[string]bool{h.script: true}
-	}
-	testHookNoAttach = func(d *Verdict) bool { return argv0(d.Exec.Argv) == h.script }
-	t.Cleanup(func() { testHookChecked, testHookNoAttach = nil, nil })
+	h := newHeadsRig(t, func(h *headsRig) {
+		testHookChecked = func(s *Supervisor, d *Verdict) {
+			s.immutables.paths = map[string]bool{h.script: true}
+		}
+		testHookNoAttach = func(d *Verdict) bool { return argv0(d.Exec.Argv) == h.script }
+		t.Cleanup(func() { testHookChecked, testHookNoAttach = nil, nil })
+	})
 	res := run(t, h.c, "/bin/sh", "-c", "exec "+h.script)
 	if assert.NotNil(t, res.Exit, "the shell ran") {
 		assert.NotEqual(t, 0, *res.Exit, "the script ran")
