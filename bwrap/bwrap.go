@@ -3,6 +3,7 @@ package bwrap
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,16 +71,20 @@ func Find() (string, error) {
 	return "", ErrNotFound
 }
 
-// systemPrefixes are where a distribution installs programs. Run by root,
-// cordon takes bubblewrap from nowhere else: a root sandbox writes files
-// that root owns, so ownership cannot tell them from the system's.
-var systemPrefixes = []string{"/usr/", "/bin/", "/sbin/", "/nix/store/", "/gnu/store/"}
+// rootDirs are where cordon run by root takes bubblewrap from: where a
+// distribution installs it. A root sandbox writes files that root owns,
+// so ownership cannot tell them from the system's, and a working
+// directory or --rw path may lie under /usr (a container's /usr/src/app).
+var rootDirs = []string{"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/nix/store/", "/gnu/store/"}
 
-// trusted returns p's resolved path when it and every directory above it
-// belong to root and only root can change them: the file writable by no
-// group or other, each directory either so or sticky (/tmp: then only an
-// entry's owner, root here, can replace it); run by root, the resolved path
-// must also lie under a system prefix.
+// trusted returns p's resolved path when it is bubblewrap that only root
+// can change: an ELF file named bwrap (a root-owned program of another
+// name reached through a planted symlink, mvn or npx reading the working
+// directory's configuration, must not stand in for it), writable by no
+// group or other, in directories that are root's and writable by nobody
+// else or sticky (/tmp: then only an entry's owner, root here, can replace
+// it); run by root, only in rootDirs (directly, or anywhere below the
+// stores).
 func trusted(p string) (string, error) {
 	resolved, err := filepath.EvalSymlinks(p)
 	if err != nil {
@@ -89,9 +94,18 @@ func trusted(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %v", p, err)
 	}
-	if os.Geteuid() == 0 && !slices.ContainsFunc(systemPrefixes, func(pre string) bool { return strings.HasPrefix(resolved, pre) }) {
-		return "", fmt.Errorf("%s: %s is outside the system's directories (%s), where a sandbox run by root could have written it",
-			p, resolved, strings.Join(systemPrefixes, ", "))
+	if filepath.Base(resolved) != "bwrap" {
+		return "", fmt.Errorf("%s: leads to %s, which is not bubblewrap", p, resolved)
+	}
+	if os.Geteuid() == 0 && !slices.ContainsFunc(rootDirs, func(d string) bool {
+		rest, ok := strings.CutPrefix(resolved, d)
+		return ok && (!strings.Contains(rest, "/") || strings.HasSuffix(d, "/store/"))
+	}) {
+		return "", fmt.Errorf("%s: %s is not in the system's directories (%s), where a sandbox run by root could not have written it",
+			p, resolved, strings.Join(rootDirs, ", "))
+	}
+	if head, err := readHead4(resolved); err != nil || string(head) != "\x7fELF" {
+		return "", fmt.Errorf("%s: %s is not an executable bubblewrap (ELF) file", p, resolved)
 	}
 	for c := resolved; ; c = filepath.Dir(c) {
 		fi, err := os.Lstat(c)
@@ -349,4 +363,16 @@ func Describe(argv []string) string {
 		}
 	}
 	return b.String()
+}
+
+// readHead4 returns the first four bytes of the file at p.
+func readHead4(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	_, err = io.ReadFull(f, b)
+	return b, err
 }

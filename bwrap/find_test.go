@@ -39,6 +39,22 @@ func TestFindSkipsUntrusted(t *testing.T) {
 	_, err = Find()
 	assert.ErrorIs(t, err, ErrNotFound)
 
+	// A symlink named bwrap to a root-owned program of another name (the
+	// red team's .venv/bin/bwrap -> /usr/bin/mvn, which read the working
+	// directory's .mvn/jvm.config): never run; one to bubblewrap itself
+	// is bubblewrap.
+	linked := t.TempDir()
+	require.NoError(t, os.Symlink("/bin/false", filepath.Join(linked, "bwrap")))
+	t.Setenv("PATH", linked)
+	_, err = Find()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "which is not bubblewrap")
+	require.NoError(t, os.Remove(filepath.Join(linked, "bwrap")))
+	require.NoError(t, os.Symlink("/usr/bin/bwrap", filepath.Join(linked, "bwrap")))
+	got, err = Find()
+	require.NoError(t, err)
+	assert.Equal(t, sys, got, "a link to bubblewrap runs bubblewrap itself")
+
 	// A world-writable directory (not sticky) above a root-owned file.
 	open := filepath.Join(t.TempDir(), "open")
 	require.NoError(t, os.Mkdir(open, 0o755))

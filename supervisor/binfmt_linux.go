@@ -108,6 +108,12 @@ func (e binfmtEntry) matches(name string, head []byte) bool {
 		i := strings.LastIndexByte(name, '.')
 		return i >= 0 && name[i+1:] == e.ext
 	}
+	// The kernel matches against its head buffer, zero-filled past the
+	// end of a short file: a magic ending in zeros matches a file shorter
+	// than it.
+	if len(head) < binprmBufSize {
+		head = append(append(make([]byte, 0, binprmBufSize), head...), make([]byte, binprmBufSize-len(head))...)
+	}
 	if e.offset < 0 || e.offset+len(e.magic) > len(head) {
 		return false
 	}

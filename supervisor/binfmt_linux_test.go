@@ -43,7 +43,11 @@ func TestBinfmtMatchesAsTheKernel(t *testing.T) {
 	assert.Equal(t, "", match("/opt/x/tool.off", nil))
 	assert.Equal(t, "arm", match("/opt/x/bin", []byte("..AB\x99C")), "masked byte ignored")
 	assert.Equal(t, "", match("/opt/x/bin", []byte("..AC\x99C")))
-	assert.Equal(t, "", match("/opt/x/bin", []byte("..AB")), "too short a head")
+	assert.Equal(t, "", match("/opt/x/bin", []byte("..AB")), "too short a head: C is not a zero")
+	write("zero", "enabled\ninterpreter /usr/bin/true\nflags: \noffset 0\nmagic 52545a0000\n")
+	entries, err = binfmtEntries()
+	require.NoError(t, err)
+	assert.Equal(t, "zero", match("/opt/x/short", []byte("RTZ")), "the kernel's head is zero-filled past a short file's end")
 
 	write("status", "disabled\n")
 	entries, err = binfmtEntries()

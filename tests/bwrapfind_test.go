@@ -34,6 +34,20 @@ func TestSecurityPlantedBwrapNeverRuns(t *testing.T) {
 		assert.Equal(t, 0, r.code, "%s: %s", iso, r.stderr)
 		assert.NoFileExists(t, marker, "%s: the planted bwrap ran", iso)
 	}
+	// A link named bwrap to a root-owned program that is not bubblewrap
+	// (the red team's led to mvn, which loaded a Java agent from the
+	// working directory; /bin/false made auto step down to landlock): never
+	// run, never probed.
+	require.NoError(t, os.Remove(filepath.Join(venv, "bwrap")))
+	require.NoError(t, os.Symlink("/bin/false", filepath.Join(venv, "bwrap")))
+	for _, iso := range []string{"bwrap", "auto"} {
+		r = runCordon(t, runOpts{dir: dir, env: []string{path, "XDG_CACHE_HOME=" + t.TempDir()}}, "--isolation", iso, "--", "true")
+		assert.Equal(t, 0, r.code, "%s: %s", iso, r.stderr)
+		assert.NotContains(t, r.stderr, "landlock", "%s: stepped down", iso)
+	}
+	require.NoError(t, os.Remove(filepath.Join(venv, "bwrap")))
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "bwrap"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755))
+
 	// Nothing but the planted one on PATH: a refusal that says why.
 	r = runCordon(t, runOpts{dir: dir, env: []string{"PATH=" + venv}}, "--isolation", "bwrap", "--", "/bin/true")
 	assert.Equal(t, 125, r.code, r.stderr)
