@@ -123,10 +123,12 @@ func probeBwrap(ctx context.Context, bwrap string, timeout time.Duration) bwrapF
 		f.Version = parseBwrapVersion(out)
 	}
 
-	truePath, err := exec.LookPath("true")
-	if err != nil {
-		f.SmokeErr = fmt.Errorf("finding true for the smoke run: %w", err)
-		return f
+	// The system's true, never one found on PATH: a PATH directory a
+	// sandbox could write (a virtualenv's bin) would make the smoke run
+	// run the workload's program, in a sandbox that hides nothing.
+	truePath := "/usr/bin/true"
+	if _, err := os.Stat(truePath); err != nil {
+		truePath = "/bin/true"
 	}
 	_, f.SmokeErr = runBounded(ctx, timeout, path,
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
