@@ -104,9 +104,6 @@ func trusted(p string) (string, error) {
 		return "", fmt.Errorf("%s: %s is not in the system's directories (%s), where a sandbox run by root could not have written it",
 			p, resolved, strings.Join(rootDirs, ", "))
 	}
-	if head, err := readHead4(resolved); err != nil || string(head) != "\x7fELF" {
-		return "", fmt.Errorf("%s: %s is not an executable bubblewrap (ELF) file", p, resolved)
-	}
 	for c := resolved; ; c = filepath.Dir(c) {
 		fi, err := os.Lstat(c)
 		if err != nil {
@@ -125,6 +122,10 @@ func trusted(p string) (string, error) {
 			return "", fmt.Errorf("%s: %s is writable by others than root (mode %v)", p, c, fi.Mode())
 		}
 		if c == "/" {
+			// Read only once its owners are known to be root.
+			if head, err := readHead4(resolved); err != nil || string(head) != "\x7fELF" {
+				return "", fmt.Errorf("%s: %s is not an executable bubblewrap (ELF) file", p, resolved)
+			}
 			return resolved, nil
 		}
 	}

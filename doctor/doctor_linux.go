@@ -150,6 +150,10 @@ func runBounded(ctx context.Context, timeout time.Duration, name string, args ..
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	// bubblewrap runs on the host: nothing of the user's environment (an
+	// empty LD_LIBRARY_PATH entry is the working directory, where a
+	// workload could have left a library it loads), from /.
+	cmd.Env, cmd.Dir = []string{}, "/"
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 100 * time.Millisecond

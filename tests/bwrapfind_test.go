@@ -2,6 +2,7 @@ package tests
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,4 +79,38 @@ func TestTooManyHiddenFilesIsSaidNotForgotten(t *testing.T) {
 	assert.Contains(t, r.stderr, "(3100 of them in "+dir+")")
 	assert.Contains(t, r.stderr, "remove the files those rules match, or narrow the rules")
 	assert.FileExists(t, entry, "the remembered probe stays")
+}
+
+// TestHostBwrapGetsNoEnvironment: the isolation probe and cordon doctor run
+// bubblewrap on the host. With the user's environment and working
+// directory, a library a workload left in the project was loaded into it
+// (the red team's through an empty LD_LIBRARY_PATH entry, which means the
+// working directory; here LD_PRELOAD names it relatively): they now run it
+// with no environment, from /.
+func TestHostBwrapGetsNoEnvironment(t *testing.T) {
+	requireSeccompNotify(t)
+	cc := requireTool(t, "cc")
+	dir := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "LOADED-INTO-BWRAP")
+	src := filepath.Join(dir, "evil.c")
+	require.NoError(t, os.WriteFile(src, []byte(`#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted(void) {
+	char exe[256] = {0};
+	if (readlink("/proc/self/exe", exe, sizeof exe - 1) > 0 && strstr(exe, "bwrap")) {
+		FILE *f = fopen("`+marker+`", "a");
+		if (f) { fputs(exe, f); fputs("\n", f); fclose(f); }
+	}
+}
+`), 0o644))
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(dir, "evil.so"), src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	env := []string{"LD_PRELOAD=./evil.so", "XDG_CACHE_HOME=" + t.TempDir()}
+	r := runCordon(t, runOpts{dir: dir, env: env}, "--isolation", "auto", "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	_ = runCordon(t, runOpts{dir: dir, env: env}, "doctor")
+	b, _ := os.ReadFile(marker)
+	assert.Empty(t, string(b), "a library from the working directory was loaded into the host's bubblewrap")
 }

@@ -134,6 +134,10 @@ func probeBwrap(ctx context.Context) error {
 	// creation is probed.
 	cmd := exec.CommandContext(ctx, bw, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--unshare-pid", "--die-with-parent", "--", bw, "--version")
+	// Run on the host: with nothing of the user's environment (an empty
+	// LD_LIBRARY_PATH entry is the working directory, where a workload
+	// could have left a library bubblewrap loads) and from /.
+	cmd.Env, cmd.Dir = []string{}, "/"
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	runErr := cmd.Run()
