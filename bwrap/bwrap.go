@@ -37,6 +37,10 @@ func ParseNet(s string) (Net, error) {
 // ErrNotFound is returned by Find when no bwrap binary is on PATH.
 var ErrNotFound = errors.New("bubblewrap (bwrap) not found on PATH; install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch)")
 
+// ErrUntrusted is returned (wrapped, with what was skipped and why) by Find
+// when every bwrap on PATH is one it will not run.
+var ErrUntrusted = errors.New("no trusted bubblewrap on PATH")
+
 // Find returns the bubblewrap cordon runs: the first bwrap on PATH that
 // nobody but root can replace (trusted), as its resolved path. cordon runs it
 // on the host, outside any sandbox, so one the sandbox could have put on
@@ -64,9 +68,9 @@ func Find() (string, error) {
 		return resolved, nil
 	}
 	if len(skipped) > 0 {
-		return "", fmt.Errorf("no trusted bubblewrap on PATH: %s; cordon runs bubblewrap only from a path that "+
+		return "", fmt.Errorf("%w: %s; cordon runs bubblewrap only from a path that "+
 			"root owns and nobody else can write (the distribution's package installs /usr/bin/bwrap: sudo apt-get "+
-			"install bubblewrap), since a copy the sandbox could write would run outside it", strings.Join(skipped, "; "))
+			"install bubblewrap), since a copy the sandbox could write would run outside it", ErrUntrusted, strings.Join(skipped, "; "))
 	}
 	return "", ErrNotFound
 }

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/isolation"
 
 	"errors"
@@ -478,7 +479,7 @@ func bwrapCheck(f bwrapFacts) Check {
 	case f.LookErr != nil:
 		c.Status = StatusFail
 		c.Detail = fmt.Sprintf("bubblewrap not found: %v", f.LookErr)
-		if strings.HasPrefix(f.LookErr.Error(), "no trusted bubblewrap") {
+		if errors.Is(f.LookErr, bwrap.ErrUntrusted) {
 			c.Detail = f.LookErr.Error()
 		}
 		c.Fix = bwrapInstallFix

@@ -97,15 +97,15 @@ func readTrimmed(path string) string {
 
 // probeBwrap finds bubblewrap, asks its version and runs the smallest
 // sandbox with the options cordon's launcher relies on.
-func probeBwrap(ctx context.Context, bwrap string, timeout time.Duration) bwrapFacts {
+func probeBwrap(ctx context.Context, named string, timeout time.Duration) bwrapFacts {
 	var f bwrapFacts
 	var path string
 	var err error
-	if bwrap == "" {
-		// The one cordon would run (bwrap.Find: a trusted one).
-		path, err = bwrapFind()
+	if named == "" {
+		// The one cordon would run (a trusted one).
+		path, err = bwrap.Find()
 	} else {
-		path, err = exec.LookPath(bwrap)
+		path, err = exec.LookPath(named)
 	}
 	if err != nil {
 		f.LookErr = err
@@ -197,6 +197,3 @@ func probeCgroup() cgroupFacts {
 		unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
 	return cgroupFacts{V2: true, Path: p, Writable: writable}
 }
-
-// bwrapFind is bwrap.Find, the bubblewrap cordon would run.
-var bwrapFind = bwrap.Find

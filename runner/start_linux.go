@@ -54,13 +54,10 @@ func newControlPair() (*frameConn, *os.File, error) {
 	return conn, childEnd, nil
 }
 
-// sandboxArgv is the bubblewrap command line that runs exe as the init in
-// a sandbox shaped by spec (its Exe, Command and Privileged are set here).
-func sandboxArgv(exe string, spec bwrap.Spec) ([]string, error) {
-	bw, err := bwrap.Find()
-	if err != nil {
-		return nil, &SetupError{Err: err}
-	}
+// sandboxArgv is the command line of bubblewrap bw (bwrap.Find's) that
+// runs exe as the init in a sandbox shaped by spec (its Exe, Command and
+// Privileged are set here).
+func sandboxArgv(bw, exe string, spec bwrap.Spec) ([]string, error) {
 	spec.Exe, spec.Command, spec.Privileged = exe, []string{exe, InitArg}, os.Geteuid() == 0
 	args, err := spec.Args()
 	if err != nil {
@@ -511,7 +508,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		_ = s.Close()
 		return nil, err
 	}
-	argv, err := sp.argv(exe)
+	argv, err := sp.argv(bw, exe)
 	// The placeholder of unreadable files is bound by the time the init
 	// answers (or bubblewrap failed): the sandbox keeps its inode.
 	defer sp.files.cleanup()
@@ -678,9 +675,10 @@ func writeArgs(w io.Writer, opts []string) error {
 	return err
 }
 
-// argv is the command line that runs the init: bubblewrap's, or the init
-// itself without isolation.
-func (sp *startSpec) argv(exe string) ([]string, error) {
+// argv is the command line that runs the init: that of bubblewrap bw
+// (the bwrap tier's, found once by startSandboxOnce), or the init itself
+// without it.
+func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	if sp.isolation == IsolationNone {
 		return []string{exe, InitArg}, nil
 	}
@@ -751,7 +749,7 @@ func (sp *startSpec) argv(exe string) ([]string, error) {
 		sp.llBox = box
 		return []string{exe, InitArg}, nil
 	}
-	return sandboxArgv(exe, box)
+	return sandboxArgv(bw, exe, box)
 }
 
 // withGit adds to box what git needs in the working directory (gitView):

@@ -12,9 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// binfmtDir is where the kernel lists its binfmt_misc handlers (a variable
-// for tests).
-var binfmtDir = "/proc/sys/fs/binfmt_misc"
+// binfmtDir is where the kernel lists its binfmt_misc handlers.
+const binfmtDir = "/proc/sys/fs/binfmt_misc"
 
 // binfmtEntry is one enabled binfmt_misc handler: the kernel runs its
 // interpreter for a file whose name ends in ext, or whose first bytes at
@@ -31,17 +30,23 @@ type binfmtEntry struct {
 // registered through another mount are not seen: README, strict mode).
 func binfmtEntries() ([]binfmtEntry, error) {
 	var sfs unix.Statfs_t
-	if unix.Statfs(binfmtDir, &sfs) != nil || sfs.Type != unix.BINFMTFS_MAGIC && binfmtDir == "/proc/sys/fs/binfmt_misc" {
+	if unix.Statfs(binfmtDir, &sfs) != nil || sfs.Type != unix.BINFMTFS_MAGIC {
 		return nil, nil
 	}
-	status, err := os.ReadFile(filepath.Join(binfmtDir, "status"))
+	return readBinfmt(binfmtDir)
+}
+
+// readBinfmt reads the enabled handlers listed in dir, a binfmt_misc file
+// system.
+func readBinfmt(dir string) ([]binfmtEntry, error) {
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(string(status)) != "enabled" {
 		return nil, nil
 	}
-	names, err := os.ReadDir(binfmtDir)
+	names, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +55,7 @@ func binfmtEntries() ([]binfmtEntry, error) {
 		if n.Name() == "status" || n.Name() == "register" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(binfmtDir, n.Name()))
+		b, err := os.ReadFile(filepath.Join(dir, n.Name()))
 		if err != nil {
 			return nil, err
 		}

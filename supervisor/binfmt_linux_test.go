@@ -23,11 +23,7 @@ func TestBinfmtMatchesAsTheKernel(t *testing.T) {
 	write("py", "enabled\ninterpreter /usr/bin/python3\nflags: \nextension .pyx\n")
 	write("arm", "enabled\ninterpreter /usr/bin/qemu-aarch64\nflags: F\noffset 2\nmagic 41420043\nmask ffff00ff\n")
 	write("off", "disabled\ninterpreter /usr/bin/true\nflags: \nextension .off\n")
-	old := binfmtDir
-	binfmtDir = dir
-	t.Cleanup(func() { binfmtDir = old })
-
-	entries, err := binfmtEntries()
+	entries, err := readBinfmt(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 2, "the disabled handler is left out")
 	match := func(name string, head []byte) string {
@@ -45,17 +41,17 @@ func TestBinfmtMatchesAsTheKernel(t *testing.T) {
 	assert.Equal(t, "", match("/opt/x/bin", []byte("..AC\x99C")))
 	assert.Equal(t, "", match("/opt/x/bin", []byte("..AB")), "too short a head: C is not a zero")
 	write("zero", "enabled\ninterpreter /usr/bin/true\nflags: \noffset 0\nmagic 52545a0000\n")
-	entries, err = binfmtEntries()
+	entries, err = readBinfmt(dir)
 	require.NoError(t, err)
 	assert.Equal(t, "zero", match("/opt/x/short", []byte("RTZ")), "the kernel's head is zero-filled past a short file's end")
 
 	write("status", "disabled\n")
-	entries, err = binfmtEntries()
+	entries, err = readBinfmt(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 
 	write("status", "enabled\n")
 	write("bad", "enabled\ninterpreter /x\nmagic zz\n")
-	_, err = binfmtEntries()
+	_, err = readBinfmt(dir)
 	assert.Error(t, err, "a handler cordon cannot read refuses (fail closed)")
 }

@@ -110,11 +110,6 @@ const RootCannot = "run by root the landlock tier cannot protect the host's file
 // errNoBwrap: bubblewrap is not on PATH.
 var errNoBwrap = errors.New("bwrap is not on PATH")
 
-// errUntrustedBwrap wraps bwrap.Find's refusal of every bwrap on PATH.
-type errUntrustedBwrap struct{ err error }
-
-func (e errUntrustedBwrap) Error() string { return e.err.Error() }
-
 // findBwrap is bwrap.Find; this package's tests stand a failing bubblewrap
 // in (Find runs none a test could write).
 var findBwrap = bwrap.Find
@@ -125,7 +120,7 @@ func probeBwrap(ctx context.Context) error {
 		return errNoBwrap
 	}
 	if err != nil {
-		return errUntrustedBwrap{err}
+		return err // bwrap.ErrUntrusted: diagnose says what to do
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -210,9 +205,8 @@ func diagnose(err error, f facts) (why, fix string) {
 	if errors.Is(err, errNoBwrap) {
 		return "bubblewrap is not installed", "install it: sudo apt-get install bubblewrap (Debian/Ubuntu), sudo dnf install bubblewrap (Fedora), sudo pacman -S bubblewrap (Arch)"
 	}
-	var untrusted errUntrustedBwrap
-	if errors.As(err, &untrusted) {
-		return untrusted.Error(), "install bubblewrap from the distribution (sudo apt-get install bubblewrap), or put the bwrap you use where only root can change it"
+	if errors.Is(err, bwrap.ErrUntrusted) {
+		return err.Error(), "install bubblewrap from the distribution (sudo apt-get install bubblewrap), or put the bwrap you use where only root can change it"
 	}
 	why = err.Error()
 	switch {
