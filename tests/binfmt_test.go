@@ -54,4 +54,17 @@ func TestStrictRefusesBinfmtMisc(t *testing.T) {
 
 	r = cordon(t, "--deny", "python3", "--", "bash", "-c", prog)
 	assert.NotContains(t, r.stdout, "PYTHON RAN", "with ptrace: %s", r.stderr)
+
+	// A handler by magic that ends in zeros takes a file shorter than the
+	// magic: the kernel matches its zero-filled head buffer (red team 3:
+	// a 3-byte file ran the handler's interpreter in strict mode).
+	zero := name + "z"
+	if err := os.WriteFile(dir+"/register", []byte(":"+zero+":M::CZT\\x00\\x00::/usr/bin/python3:"), 0); err != nil {
+		testcap.SkipOrFail(t, "cannot register a binfmt_misc handler by magic: %v", err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(dir+"/"+zero, []byte("-1"), 0) })
+	short := filepath.Join(ro, "short")
+	require.NoError(t, os.WriteFile(short, []byte("CZT"), 0o755))
+	r = cordon(t, "--verify", "strict", "--deny", "python3", "--", "bash", "-c", short)
+	assert.Contains(t, r.stderr, "binfmt_misc handler "+zero+" (/usr/bin/python3)", "stdout: %s", r.stdout)
 }

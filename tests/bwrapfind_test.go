@@ -114,3 +114,19 @@ __attribute__((constructor)) static void planted(void) {
 	b, _ := os.ReadFile(marker)
 	assert.Empty(t, string(b), "a library from the working directory was loaded into the host's bubblewrap")
 }
+
+// TestDoctorRunsTheSystemsTrue: cordon doctor's smoke run starts a program
+// in a bare bubblewrap sandbox on the host (no supervisor, nothing
+// hidden). It took the first true on PATH: a planted .venv/bin/true read
+// the user's keys (red team 4). It runs the system's true now.
+func TestDoctorRunsTheSystemsTrue(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	venv := filepath.Join(dir, ".venv", "bin")
+	require.NoError(t, os.MkdirAll(venv, 0o755))
+	marker := filepath.Join(t.TempDir(), "PLANTED-TRUE-RAN")
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "true"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755))
+	r := runCordon(t, runOpts{dir: dir, env: []string{"PATH=" + venv + ":" + os.Getenv("PATH")}}, "doctor")
+	assert.Contains(t, r.stdout+r.stderr, "ran true in a sandbox")
+	assert.NoFileExists(t, marker, "doctor ran the planted true")
+}
