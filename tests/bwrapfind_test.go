@@ -46,6 +46,21 @@ func TestSecurityPlantedBwrapNeverRuns(t *testing.T) {
 		assert.Equal(t, 0, r.code, "%s: %s", iso, r.stderr)
 		assert.NotContains(t, r.stderr, "landlock", "%s: stepped down", iso)
 	}
+	// A copy of bubblewrap itself (an ELF file named bwrap), which the
+	// workload could have changed: its user owns it, or run by root it is
+	// outside the system's directories (the red team's root workload under
+	// a working directory in /usr): the system's runs.
+	sys, err := filepath.EvalSymlinks(requireTool(t, "bwrap"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(sys)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(venv, "bwrap")))
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "bwrap"), b, 0o755))
+	r = runCordon(t, runOpts{dir: dir, env: []string{path}}, "--isolation", "bwrap", "--debug", "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `argv="`+sys+" ", "the system's bubblewrap runs")
+	assert.NotContains(t, r.stderr, `argv="`+filepath.Join(venv, "bwrap"), "the copy ran")
+
 	require.NoError(t, os.Remove(filepath.Join(venv, "bwrap")))
 	require.NoError(t, os.WriteFile(filepath.Join(venv, "bwrap"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755))
 
