@@ -34,7 +34,8 @@ supports and what is missing, with the fix for each:
   the kernel accepts but does not honour counts as missing); whether a notify
   listener already exists above us (nested cordon or another tool: EBUSY);
   user namespaces and the sysctls that gate them (including Ubuntu's AppArmor
-  restriction); bubblewrap's path, version and a real sandbox run; Yama's
+  restriction); the bubblewrap cordon runs (the first on PATH only
+  root can change), its version and a real sandbox run; Yama's
   ptrace scope (without ptrace cordon uses strict mode); WSL1/WSL2; cgroup v2;
   the kernel's Landlock ABI and what the landlock tier cannot restrict at it;
   and the isolation tier each run gets with --isolation auto (bwrap, or

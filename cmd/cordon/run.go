@@ -116,6 +116,12 @@ bind they cover is an error (exit 125). ~/.cache, ~/.local/state and
 ~/.npm/_logs are private to the sandbox and discarded. "cordon policy show"
 lists every files rule; --debug lists every path they applied to.
 
+bubblewrap runs on the host, so cordon runs only a bwrap on PATH that only
+root can change (an ELF file named bwrap in root's directories; run by
+root, in /usr/bin, /usr/sbin, /bin, /sbin or the Nix/Guix stores): one a
+sandbox could have planted (a virtualenv's bin) is skipped, and with no
+other the run fails saying why.
+
 --isolation auto (the default) uses bubblewrap where it works. Where it
 cannot (Ubuntu 24.04's AppArmor restriction, a container's seccomp profile,
 no bwrap installed) it runs the landlock tier and says so in one line with
