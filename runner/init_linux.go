@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/supervisor"
@@ -25,6 +27,14 @@ const InitArg = proc.InitArg
 // descendant and reports the command's wait status. Its exit code only
 // matters when the host is gone.
 func InitMain() int {
+	// Every command is started, and every process of the sandbox killed,
+	// from this one thread (the main goroutine never leaves it). In the
+	// landlock tier go-landlock puts each thread in a Landlock domain of
+	// its own, which a command inherits from the thread that forked it,
+	// and Landlock (ABI 6+) refuses signals from one domain into a
+	// sibling's: only this thread can end the command's tree. Threads of
+	// one process may signal each other whatever their domains.
+	runtime.LockOSThread()
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "cordon init: "+format+"\n", args...)
 		return 125
@@ -139,14 +149,43 @@ func InitMain() int {
 		return exitCodeForErrno(errno)
 	}
 	_ = conn.send(initMsg{Kind: msgStarted})
-	status := reap(pid, func(sig unix.Signal) {
-		_ = conn.send(initMsg{Kind: msgStopped, Signal: int(sig)})
-	})
-	if cfg.Reap {
-		killDescendants()
+	reaped := make(chan unix.WaitStatus, 1)
+	go func() {
+		reaped <- reap(pid, func(sig unix.Signal) {
+			_ = conn.send(initMsg{Kind: msgStopped, Signal: int(sig)})
+		})
+	}()
+	select {
+	case status := <-reaped:
+		if cfg.Reap {
+			killDescendants()
+		}
+		_ = conn.send(initMsg{Kind: msgExited, Status: uint32(status)})
+	case <-hostGone(conn):
+		// The host sends nothing after "go": this is its end of the
+		// socket closing, which only its death does before the command
+		// is reaped. With bubblewrap the pid namespace ends with
+		// bubblewrap (which dies with the host); without one (Reap) the
+		// host starts the init with no parent-death signal so that it
+		// lives to end the command's tree here.
+		if cfg.Reap {
+			killDescendants()
+		}
 	}
-	_ = conn.send(initMsg{Kind: msgExited, Status: uint32(status)})
 	return 0
+}
+
+// hostGone returns a channel closed when the host's end of the control
+// socket is closed (or anything arrives on it): in a one-shot run the host
+// says nothing after "go".
+func hostGone(conn *frameConn) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		var m initMsg
+		_ = conn.recvQueued(&m)
+		close(gone)
+	}()
+	return gone
 }
 
 // surviveSignals makes the init survive the signals meant for its
@@ -256,24 +295,43 @@ func reap(pid int, stopped func(unix.Signal)) unix.WaitStatus {
 
 // killDescendants SIGKILLs and reaps the init's remaining children until
 // none is left. Orphans re-parent to the init (subreaper), so repeating
-// until ECHILD reaches every descendant, however it was detached.
+// until ECHILD reaches every descendant, however it was detached. Called
+// on the thread that started them (InitMain). A child that cannot be
+// signalled (EPERM: never expected, see InitMain) is given up on after a
+// second, with a message, rather than spun on forever.
 func killDescendants() {
 	self := os.Getpid()
+	var refusedSince time.Time
 	for {
 		kids := proc.Children(self)
 		if len(kids) == 0 {
 			return
 		}
+		var refused []int
 		for _, k := range kids {
-			_ = unix.Kill(k, unix.SIGKILL)
+			if err := unix.Kill(k, unix.SIGKILL); err == unix.EPERM {
+				refused = append(refused, k)
+			}
 		}
+		reaped := 0
 		for {
 			var ws unix.WaitStatus
-			if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != nil {
-				break
-			} else if ws == 0 {
+			if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != nil || pid <= 0 {
 				break
 			}
+			reaped++
+		}
+		switch {
+		case len(refused) < len(kids) || reaped > 0:
+			refusedSince = time.Time{}
+		case refusedSince.IsZero():
+			refusedSince = time.Now()
+		case time.Since(refusedSince) > time.Second:
+			fmt.Fprintf(os.Stderr, "cordon init: cannot kill the command's processes %v: %v\n", refused, unix.EPERM)
+			return
+		}
+		if reaped == 0 {
+			time.Sleep(time.Millisecond) // dying children: wait, do not spin
 		}
 	}
 }

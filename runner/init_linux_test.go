@@ -5,14 +5,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/isolation"
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -214,6 +218,68 @@ func TestKillDescendants(t *testing.T) {
 	assert.NotContains(t, r.Before, r.Deep, "deep is still mid's child")
 	assert.Empty(t, r.After, "children left after killDescendants")
 	assert.Empty(t, r.Alive, "descendants still alive or unreaped (direct %d, mid %d, deep %d)", r.Direct, r.Mid, r.Deep)
+}
+
+type killRefusedReport struct {
+	Child   int     `json:"child"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// killRefusedChild restricts its threads (each in a Landlock domain of its
+// own, as go-landlock does below ABI 8) with signals scoped, starts a child
+// from one locked thread and calls killDescendants from another: every kill
+// fails with EPERM, and killDescendants must give up, not spin forever.
+func killRefusedChild() int {
+	var r killRefusedReport
+	defer report(&r)
+	if err := landlock.MustConfig(landlock.ScopedSet(llsys.ScopeSignal)).RestrictScoped(); err != nil {
+		r.Error = err.Error()
+		return 1
+	}
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "1000"}, &syscall.ProcAttr{})
+		r.Child = pid
+		started <- err
+	}()
+	if err := <-started; err != nil {
+		r.Error = err.Error()
+		return 1
+	}
+	done := make(chan time.Duration)
+	go func() {
+		runtime.LockOSThread() // another thread, so another domain
+		t0 := time.Now()
+		killDescendants()
+		done <- time.Since(t0)
+	}()
+	r.Seconds = (<-done).Seconds()
+	return 0
+}
+
+func TestKillDescendantsGivesUpOnRefusal(t *testing.T) {
+	requireProcChildren(t)
+	if isolation.LandlockABI() < 6 {
+		testcap.SkipOrFail(t, "Landlock signal scoping needs ABI 6 (Linux 6.12)")
+	}
+	c := startChild(t, "kill-refused", nil)
+	var r killRefusedReport
+	c.NextJSON(30*time.Second, &r)
+	t.Cleanup(func() {
+		if r.Child > 0 {
+			_ = unix.Kill(r.Child, unix.SIGKILL)
+		}
+	})
+	require.Empty(t, r.Error)
+	assert.NoError(t, unix.Kill(r.Child, 0), "the child was refused, so it lives")
+	assert.InDelta(t, 1.0, r.Seconds, 0.9, "gave up after about a second")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(c.Stderr.String(), "cannot kill the command's processes") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // stderr is copied on its own goroutine
+	}
+	assert.Contains(t, c.Stderr.String(), "cannot kill the command's processes")
 }
 
 type reapReport struct {

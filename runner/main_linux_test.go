@@ -42,6 +42,8 @@ func childMain(mode string) int {
 		return subreaperChild()
 	case "reap":
 		return reapChild()
+	case "kill-refused":
+		return killRefusedChild()
 	}
 	fmt.Fprintf(os.Stderr, "unknown test child mode %q\n", mode)
 	return 2

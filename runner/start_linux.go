@@ -452,10 +452,16 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		Stderr:     errW,
 		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   sp.pgrp,
-			Setsid:    !sp.pgrp,
-			Pdeathsig: unix.SIGKILL,
+			Setpgid: sp.pgrp,
+			Setsid:  !sp.pgrp,
 		},
+	}
+	if !bare {
+		// bubblewrap dies with cordon, and its pid namespace with it.
+		// A bare init is not killed with cordon: it sees the control
+		// socket close and ends the command's tree itself, which, with no
+		// pid namespace, nothing else would (InitMain, sessionMain).
+		s.cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
 	}
 	if sp.beforeStart != nil {
 		sp.beforeStart()

@@ -509,6 +509,75 @@ func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
 	requireNoOwnLeftovers(t)
 }
 
+// cordon itself killed outright (kill -9, a CI job's hard timeout) in the
+// tiers without a pid namespace: the init outlives it long enough to end the
+// command's whole tree, a process that left it with setsid included. Before,
+// the init died with cordon (parent-death signal) and the tree ran on. In the
+// landlock tier the init must signal from the thread that started the
+// command: go-landlock puts each thread in a Landlock domain of its own, and
+// Landlock (ABI 6+) refuses signals into a sibling domain.
+func TestIsolationCordonKilledLeavesNothing(t *testing.T) {
+	for i, tier := range []string{"landlock", "none"} {
+		t.Run(tier, func(t *testing.T) {
+			if tier == "landlock" {
+				requireLandlock(t)
+			} else {
+				testcap.RequireSeccompNotify(t)
+				requireTool(t, "python3")
+			}
+			orphan, child := fmt.Sprintf("time.sleep(%d)", 331+2*i), fmt.Sprintf("sleep %d", 332+2*i)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, cordonBin, "--isolation", tier, "--", "sh", "-c",
+				`setsid python3 -c "import time; print('ready', flush=True); `+orphan+`" & `+child)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), raceEnv)
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			line, err := bufio.NewReader(out).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "ready\n", line)
+			eventually(t, 5*time.Second, func() bool { return len(processesWith(child)) > 0 }, "%q never started", child)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+			eventually(t, 5*time.Second, func() bool {
+				return len(processesWith(orphan))+len(processesWith(child)) == 0
+			}, "the command's processes outlived cordon: %v %v", processesWith(orphan), processesWith(child))
+			requireNoOwnLeftovers(t)
+		})
+	}
+}
+
+// The same for a session's processes when the daemon is killed outright:
+// the session's init ends their trees, one that left its tree with setsid
+// included.
+func TestIsolationLandlockDaemonKilledLeavesNothing(t *testing.T) {
+	requireLandlock(t)
+	d := newDaemonEnv(t)
+	d.start()
+	work := t.TempDir()
+	r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "ll", "--isolation", "landlock")
+	require.Equal(t, 0, r.code, r.stderr)
+	cmd := exec.Command(cordonBin, "exec", "--session", "ll", "-c", "setsid sleep 343 & sleep 344")
+	cmd.Dir = work
+	cmd.Env = append(append(os.Environ(), raceEnv), d.env...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	eventually(t, 10*time.Second, func() bool { return len(sleeping("343")) > 0 && len(sleeping("344")) > 0 },
+		"the session's processes never started")
+	pids := d.daemonPids()
+	require.NotEmpty(t, pids, "the daemon")
+	for _, pid := range pids {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	eventually(t, 5*time.Second, func() bool { return len(sleeping("343"))+len(sleeping("344")) == 0 },
+		"the session's processes outlived the daemon: %v %v", sleeping("343"), sleeping("344"))
+}
+
 // Red team round on the landlock tier (issue 15 follow-up), finding 1:
 // run by root, the landlock tier has no user namespace, so the command
 // kept root's full capability set: mknod a block device and write a
