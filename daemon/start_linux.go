@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -39,8 +40,10 @@ func (e *StartError) Error() string {
 
 // StartOptions configures starting a daemon.
 type StartOptions struct {
-	// Exe is the cordon binary (default: cordon on PATH; the CLI passes
-	// itself).
+	// Exe is the absolute path of the cordon binary to run (the CLI
+	// passes its own). Required: cordon is never looked up on PATH, whose
+	// directories (a virtualenv's bin, node_modules/.bin) a sandboxed
+	// workload may have written, and the daemon runs on the host.
 	Exe string
 	// Args are extra flags for "cordon serve" (--listen, --socket...).
 	Args []string
@@ -58,6 +61,11 @@ type StartOptions struct {
 // own, then waits for its readiness line: "ready", or its exact start-up
 // error.
 func Start(ctx context.Context, p Paths, o StartOptions) (Status, error) {
+	if !filepath.IsAbs(o.Exe) {
+		// Checked whether or not a daemon runs: the same call fails the
+		// same way every time.
+		return Status{}, fmt.Errorf("starting the daemon: StartOptions.Exe must be the absolute path of the cordon binary, got %q (cordon is not looked up on PATH, which a sandboxed workload may have written)", o.Exe)
+	}
 	st, err := Probe(ctx, p)
 	if err != nil || st.State == Running {
 		return st, err
@@ -128,12 +136,6 @@ func waitRunning(ctx context.Context, p Paths, timeout time.Duration, st Status)
 // its readiness line.
 func spawn(p Paths, o StartOptions) (readiness, error) {
 	exe := o.Exe
-	if exe == "" {
-		var err error
-		if exe, err = exec.LookPath("cordon"); err != nil {
-			return readiness{}, fmt.Errorf("finding the cordon binary to start the daemon (set StartOptions.Exe): %w", err)
-		}
-	}
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
