@@ -474,18 +474,15 @@ func TestIsolationLandlockFilesPolicy(t *testing.T) {
 	assert.NotContains(t, r.stdout, "TOKEN")
 }
 
-// Without a pid namespace a process can leave the init's tree when the
-// init dies (killed from outside here; from inside, Landlock's signal
-// scoping refuses it on this kernel): what the command had detached
-// (setsid) is then adopted by cordon itself (a subreaper in the bare
-// tiers) and killed when the run ends, instead of outliving it.
-func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
-	requireLandlock(t)
-	requireTool(t, "python3")
+// startWithOrphan starts cordon in tier on a shell that runs python3 with
+// setsid (sleeping in orphan, which names it) and then child, and returns
+// once python has said it is ready. The run is bounded to 30 s.
+func startWithOrphan(t *testing.T, tier, orphan, child string) *exec.Cmd {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cordonBin, "--isolation", "landlock", "--", "sh", "-c",
-		`setsid python3 -c "import time; print('ready', flush=True); time.sleep(313)" & sleep 300`)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, cordonBin, "--isolation", tier, "--", "sh", "-c",
+		`setsid python3 -c "import time; print('ready', flush=True); `+orphan+`" & `+child)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), raceEnv)
 	out, err := cmd.StdoutPipe()
@@ -494,6 +491,18 @@ func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", line)
+	return cmd
+}
+
+// Without a pid namespace a process can leave the init's tree when the
+// init dies (killed from outside here; from inside, Landlock's signal
+// scoping refuses it on this kernel): what the command had detached
+// (setsid) is then adopted by cordon itself (a subreaper in the bare
+// tiers) and killed when the run ends, instead of outliving it.
+func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
+	requireLandlock(t)
+	requireTool(t, "python3")
+	cmd := startWithOrphan(t, "landlock", "time.sleep(313)", "sleep 300")
 	var initPid int
 	for _, k := range proc.Children(cmd.Process.Pid) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", k))
@@ -503,8 +512,7 @@ func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
 	}
 	require.NotZero(t, initPid, "cordon's init")
 	require.NoError(t, syscall.Kill(initPid, syscall.SIGKILL))
-	err = cmd.Wait()
-	assert.Error(t, err, "the run fails when its init dies")
+	assert.Error(t, cmd.Wait(), "the run fails when its init dies")
 	assertNoProcess(t, "time.sleep(313)")
 	requireNoOwnLeftovers(t)
 }
@@ -526,18 +534,7 @@ func TestIsolationCordonKilledLeavesNothing(t *testing.T) {
 				requireTool(t, "python3")
 			}
 			orphan, child := fmt.Sprintf("time.sleep(%d)", 331+2*i), fmt.Sprintf("sleep %d", 332+2*i)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, cordonBin, "--isolation", tier, "--", "sh", "-c",
-				`setsid python3 -c "import time; print('ready', flush=True); `+orphan+`" & `+child)
-			cmd.Dir = t.TempDir()
-			cmd.Env = append(os.Environ(), raceEnv)
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			line, err := bufio.NewReader(out).ReadString('\n')
-			require.NoError(t, err)
-			require.Equal(t, "ready\n", line)
+			cmd := startWithOrphan(t, tier, orphan, child)
 			eventually(t, 5*time.Second, func() bool { return len(processesWith(child)) > 0 }, "%q never started", child)
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			_ = cmd.Wait()
