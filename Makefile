@@ -2,6 +2,11 @@
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
+# netgo and osusergo keep glibc's NSS out of the binary, which then links
+# statically, libseccomp included (cmd/cordon/static_linux.go): neither of a
+# run's two cordon processes pays the dynamic loader. tests/main_test.go
+# builds the binary it tests with the same tags.
+TAGS     := netgo,osusergo
 TESTFLAGS ?=
 # staticcheck is run with `go run` at a pinned version rather than as a tool
 # dependency: its current releases need a newer go directive than the
@@ -20,7 +25,7 @@ deps: ## install bubblewrap and libseccomp-dev when missing (apt-get)
 
 .PHONY: build
 build: deps ## build bin/cordon
-	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cordon ./cmd/cordon
+	CGO_ENABLED=1 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o bin/cordon ./cmd/cordon
 
 .PHONY: demo
 demo: build ## build, then show an allowed and a denied nested exec on the default policy

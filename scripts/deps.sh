@@ -7,6 +7,12 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libseccomp; } || need+=(libseccomp-dev pkg-config)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+# bin/cordon links statically (Makefile, TAGS): libseccomp's archive, which
+# Debian's libseccomp-dev carries (Fedora: libseccomp-static).
+if command -v gcc >/dev/null 2>&1; then
+	a=$(gcc -print-file-name=libseccomp.a)
+	case "$a" in /*) [ -e "$a" ] || need+=(libseccomp-dev) ;; *) need+=(libseccomp-dev) ;; esac
+fi
 if [ "${1:-}" = "--test" ]; then
 	# Tests assemble a 32-bit exec helper and run scripts through these.
 	command -v as >/dev/null 2>&1 || need+=(binutils)
@@ -26,7 +32,7 @@ fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "cordon: please install: ${need[*]} (bubblewrap and the libseccomp development files)" >&2
+	echo "cordon: please install: ${need[*]} (bubblewrap and the libseccomp development files, with the static library: libseccomp-static on Fedora)" >&2
 	exit 1
 fi
 sudo=""

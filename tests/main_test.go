@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	build := exec.Command("go", "build", "-race", "-o", cordonBin, "../cmd/cordon")
+	// The Makefile's tags (TAGS): a static binary, as bin/cordon is.
+	build := exec.Command("go", "build", "-race", "-tags", "netgo,osusergo", "-o", cordonBin, "../cmd/cordon")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building cordon:", err)

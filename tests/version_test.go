@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,18 @@ func TestVersionFlag(t *testing.T) {
 	assert.Equal(t, b.stdout, a.stdout)
 	assert.True(t, strings.HasPrefix(a.stdout, "cordon "), a.stdout)
 	assert.Contains(t, a.stdout, "libseccomp ")
+}
+
+// The binary is built as bin/cordon is (the Makefile's tags) and links
+// statically: no program interpreter, so no dynamic loader runs at either of
+// a run's two process starts (BENCHMARKS.md, start-up, sixth round).
+func TestCordonLinksStatically(t *testing.T) {
+	f, err := elf.Open(cordonBin)
+	require.NoError(t, err)
+	defer f.Close()
+	for _, p := range f.Progs {
+		assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s asks for a dynamic loader", cordonBin)
+	}
 }
 
 // A build without cgo stops at compile time with a name that says what to
