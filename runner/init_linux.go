@@ -293,46 +293,18 @@ func reap(pid int, stopped func(unix.Signal)) unix.WaitStatus {
 	}
 }
 
-// killDescendants SIGKILLs and reaps the init's remaining children until
-// none is left. Orphans re-parent to the init (subreaper), so repeating
-// until ECHILD reaches every descendant, however it was detached. Called
-// on the thread that started them (InitMain). A child that cannot be
-// signalled (EPERM: never expected, see InitMain) is given up on after a
-// second, with a message, rather than spun on forever.
+// killTreeBound bounds how long the init keeps killing its descendants.
+const killTreeBound = 10 * time.Second
+
+// killDescendants SIGKILLs and reaps every descendant of the init (a
+// subreaper: orphans re-parent to it, however they left the tree), the
+// whole tree at each pass (proc.KillDescendants). Called on the thread
+// that started them (InitMain). It gives up, with a message, on kills
+// refused for a second (EPERM: never expected, see InitMain) or after
+// killTreeBound, rather than spin forever.
 func killDescendants() {
-	self := os.Getpid()
-	var refusedSince time.Time
-	for {
-		kids := proc.Children(self)
-		if len(kids) == 0 {
-			return
-		}
-		var refused []int
-		for _, k := range kids {
-			if err := unix.Kill(k, unix.SIGKILL); err == unix.EPERM {
-				refused = append(refused, k)
-			}
-		}
-		reaped := 0
-		for {
-			var ws unix.WaitStatus
-			if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); err != nil || pid <= 0 {
-				break
-			}
-			reaped++
-		}
-		switch {
-		case len(refused) < len(kids) || reaped > 0:
-			refusedSince = time.Time{}
-		case refusedSince.IsZero():
-			refusedSince = time.Now()
-		case time.Since(refusedSince) > time.Second:
-			fmt.Fprintf(os.Stderr, "cordon init: cannot kill the command's processes %v: %v\n", refused, unix.EPERM)
-			return
-		}
-		if reaped == 0 {
-			time.Sleep(time.Millisecond) // dying children: wait, do not spin
-		}
+	if err := proc.KillDescendants(nil, killTreeBound); err != nil {
+		fmt.Fprintf(os.Stderr, "cordon init: ending the command's processes: %v\n", err)
 	}
 }
 

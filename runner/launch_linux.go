@@ -204,7 +204,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 			l.log.Debug("prctl(PR_SET_CHILD_SUBREAPER)", "err", err)
 		} else {
 			defer func() {
-				killAdopted(sb.cmd.Process.Pid)
+				killAdopted(sb.cmd.Process.Pid, l.log)
 				_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 			}()
 		}
@@ -393,26 +393,10 @@ func (l *launch) onNet(r *netproxy.Record) {
 
 // killAdopted kills and reaps the processes cordon adopted as a subreaper
 // (bare tiers: the command's orphans whose init died), once the sandbox is
-// closed. initPid, which cordon started and waited for, is not touched.
-func killAdopted(initPid int) {
-	self := os.Getpid()
-	deadline := time.Now().Add(teardownBound)
-	for time.Now().Before(deadline) {
-		var kids []int
-		for _, k := range proc.Children(self) {
-			if k != initPid {
-				kids = append(kids, k)
-			}
-		}
-		if len(kids) == 0 {
-			return
-		}
-		for _, k := range kids {
-			_ = unix.Kill(k, unix.SIGKILL)
-		}
-		for _, k := range kids {
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(k, &ws, 0, nil)
-		}
+// closed: their whole trees (proc.KillDescendants). initPid, which cordon
+// started and waited for, is not touched.
+func killAdopted(initPid int, log *slog.Logger) {
+	if err := proc.KillDescendants(func(pid int) bool { return pid == initPid }, teardownBound); err != nil {
+		log.Error("ending the processes the sandbox left behind", "err", err)
 	}
 }

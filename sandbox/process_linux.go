@@ -306,7 +306,7 @@ func (p *Process) members() []member {
 		unix.Close(fd)
 		return nil
 	}
-	return append([]member{{pid: leaderHost, fd: fd}}, walkTree(leaderHost, leader)...)
+	return append([]member{{Pid: leaderHost, FD: fd}}, walkTree(leaderHost, leader)...)
 }
 
 // onChild handles the init's reports. It runs on the sandbox's reader

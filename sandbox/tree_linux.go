@@ -81,47 +81,16 @@ func pidOfFD(fd int) int {
 
 // member is a verified live process of a tree, with a pidfd the caller
 // closes.
-type member struct {
-	pid int
-	fd  int
-}
+type member = proc.Member
 
 // walkTree returns the live descendants of root (not root itself), parents
-// before children. Each member's pidfd is opened before its parent is
-// checked: the child's /proc entry must name the parent, and the parent
-// (its pidfd) must still be alive after that read. A pid that died and was
-// reused in between fails one of the two checks, so only processes that
-// were in the tree while this walk looked at them are returned. Zombies
-// count as dead and are skipped.
+// before children, each proven still in the tree when the walk saw it
+// (proc.Descendants, the walk the bare tiers' init and cordon use too).
 func walkTree(root int, rootFD *pidFD) []member {
-	if root <= 0 || rootFD == nil || !rootFD.alive() {
+	if rootFD == nil {
 		return nil
 	}
-	var out []member
-	type level struct {
-		pid   int
-		alive func() bool
-	}
-	queue := []level{{root, rootFD.alive}}
-	for len(queue) > 0 && len(out) < 1<<16 {
-		parent := queue[0]
-		queue = queue[1:]
-		for _, c := range proc.Children(parent.pid) {
-			fd, err := unix.PidfdOpen(c, 0)
-			if err != nil {
-				continue
-			}
-			st, err := proc.ReadStat(c)
-			if err != nil || st.PPid != parent.pid || st.State == 'Z' || st.State == 'X' || !parent.alive() || !proc.PidfdAlive(fd) {
-				unix.Close(fd)
-				continue
-			}
-			out = append(out, member{pid: c, fd: fd})
-			cfd := fd
-			queue = append(queue, level{c, func() bool { return proc.PidfdAlive(cfd) }})
-		}
-	}
-	return out
+	return proc.Descendants(root, rootFD.alive, nil)
 }
 
 // signalMembers sends each signal, in order, to every member, and closes
@@ -129,11 +98,11 @@ func walkTree(root int, rootFD *pidFD) []member {
 func signalMembers(ms []member, sigs ...syscall.Signal) int {
 	for _, m := range ms {
 		for _, sig := range sigs {
-			_ = unix.PidfdSendSignal(m.fd, sig, nil, 0)
+			_ = unix.PidfdSendSignal(m.FD, sig, nil, 0)
 		}
 	}
 	for _, m := range ms {
-		unix.Close(m.fd)
+		unix.Close(m.FD)
 	}
 	return len(ms)
 }

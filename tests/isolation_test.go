@@ -546,6 +546,90 @@ func TestIsolationCordonKilledLeavesNothing(t *testing.T) {
 	}
 }
 
+// A chain of processes that regrows at its bottom as its top is killed (a
+// red team's, rebuilt as testdata/adversarial/regrow.c), each link in a
+// session of its own: killing the direct children of a subreaper a round at
+// a time never ends it, so before, in the tiers without a pid namespace, it
+// outlived cordon killed outright, a run's --timeout (cordon exited 124 and
+// the chain ran on under the host's init), and the command's own exit (cordon
+// did not return while the chain lived). Every pass now kills the whole tree
+// one walk finds (proc.KillDescendants).
+func TestIsolationRegrowingChainEnds(t *testing.T) {
+	bin := buildC(t, t.TempDir(), "regrow.c", "regrow")
+	for i, tier := range []string{"landlock", "none"} {
+		for j, how := range []string{"cordon killed", "timeout", "command exits"} {
+			t.Run(tier+"/"+how, func(t *testing.T) {
+				if tier == "landlock" {
+					requireLandlock(t)
+				} else {
+					testcap.RequireSeccompNotify(t)
+				}
+				marker := fmt.Sprintf("chain-%d%d", i, j)
+				args := []string{"--isolation", tier}
+				shell := "SETSID=1 " + bin + " 500 40 " + marker
+				switch how {
+				case "timeout":
+					args = append(args, "--timeout", "2s")
+					shell += "; sleep 600"
+				case "cordon killed":
+					shell += "; sleep 600"
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, cordonBin, append(args, "--", "sh", "-c", shell)...)
+				cmd.Dir = t.TempDir()
+				cmd.Env = append(os.Environ(), raceEnv)
+				out, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				t.Cleanup(func() { freezeAndKill(marker) })
+				line, err := bufio.NewReader(out).ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "ready\n", line)
+				if how != "command exits" { // then the init is already at it
+					eventually(t, 10*time.Second, func() bool { return len(processesWith(marker)) >= 400 }, "the chain never grew")
+				}
+				start := time.Now()
+				if how == "cordon killed" {
+					require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				}
+				_ = cmd.Wait()
+				if how != "cordon killed" {
+					assert.Less(t, time.Since(start), 10*time.Second, "cordon returned only %v after the chain was ready", time.Since(start))
+				}
+				eventually(t, 5*time.Second, func() bool { return len(processesWith(marker)) == 0 },
+					"%d links of the chain outlived the run", len(processesWith(marker)))
+			})
+		}
+	}
+}
+
+// freezeAndKill ends every process whose command line holds marker, a
+// regrowing chain included: stopped first, until a pass finds none running
+// (a stopped process cannot fork), then killed.
+func freezeAndKill(marker string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		pids := processesWith(marker)
+		if len(pids) == 0 {
+			return
+		}
+		running := 0
+		for _, pid := range pids {
+			if st, err := proc.ReadStat(pid); err == nil && st.State != 'T' {
+				running++
+			}
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		if running == 0 {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // The same for a session's processes when the daemon is killed outright:
 // the session's init ends their trees, one that left its tree with setsid
 // included.
