@@ -17,6 +17,7 @@ import (
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // The landlock tier and --isolation auto, on hosts made to fail bubblewrap
@@ -599,6 +600,70 @@ func TestIsolationRegrowingChainEnds(t *testing.T) {
 				}
 				eventually(t, 5*time.Second, func() bool { return len(processesWith(marker)) == 0 },
 					"%d links of the chain outlived the run", len(processesWith(marker)))
+			})
+		}
+	}
+}
+
+// A process whose main thread has exited while another thread runs on (a
+// second red team's): /proc says "Z" for its leader, and the tree walk took
+// that for dead, so it neither killed the process nor walked its children,
+// which outlived every way a bare run ends. Liveness is now the pidfd's (it
+// polls readable only once the whole thread group has exited).
+func TestIsolationLeaderExitedProcessEnds(t *testing.T) {
+	bin := buildC(t, t.TempDir(), "leaderexit.c", "leaderexit")
+	for i, tier := range []string{"landlock", "none"} {
+		for j, how := range []string{"cordon killed", "command exits"} {
+			t.Run(tier+"/"+how, func(t *testing.T) {
+				if tier == "landlock" {
+					requireLandlock(t)
+				} else {
+					testcap.RequireSeccompNotify(t)
+				}
+				marker := fmt.Sprintf("leader-%d%d", i, j)
+				shell := bin + " 40 " + marker
+				if how == "cordon killed" {
+					shell += "; sleep 600"
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, cordonBin, "--isolation", tier, "--", "sh", "-c", shell)
+				cmd.Dir = t.TempDir()
+				cmd.Env = append(os.Environ(), raceEnv)
+				out, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				line, err := bufio.NewReader(out).ReadString('\n')
+				require.NoError(t, err)
+				var pid int
+				_, err = fmt.Sscanf(line, "ready %d", &pid)
+				require.NoError(t, err, line)
+				alive := func() bool {
+					fd, err := unix.PidfdOpen(pid, 0)
+					if err != nil {
+						return false
+					}
+					defer unix.Close(fd)
+					return proc.PidfdAlive(fd)
+				}
+				t.Cleanup(func() {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					freezeAndKill(marker)
+				})
+				if how == "cordon killed" { // else the init may be at it already
+					eventually(t, 5*time.Second, func() bool { return len(processesWith(marker)) > 0 }, "the child never started")
+					require.True(t, alive(), "the process lives on its second thread")
+				}
+				start := time.Now()
+				if how == "cordon killed" {
+					require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				}
+				_ = cmd.Wait()
+				if how == "command exits" {
+					assert.Less(t, time.Since(start), 5*time.Second, "cordon returned only %v after the command", time.Since(start))
+				}
+				eventually(t, 5*time.Second, func() bool { return !alive() && len(processesWith(marker)) == 0 },
+					"the process (alive: %v) or its child (%v) outlived the run", alive(), processesWith(marker))
 			})
 		}
 	}

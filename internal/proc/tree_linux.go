@@ -24,8 +24,10 @@ const maxMembers = 1 << 16
 // checked: the child's /proc entry must name the parent, and the parent must
 // still be alive after that read. A pid that died and was reused in between
 // fails one of the two checks, so only processes that were in the tree while
-// the walk looked at them are returned. Zombies count as dead and are
-// skipped. skip, when set, leaves out a child of root and its subtree.
+// the walk looked at them are returned. A process counts as live until its
+// whole thread group has exited (its pidfd polls readable): one whose leader
+// thread alone exited ("Z" in /proc) is a member. skip, when set, leaves out
+// a child of root and its subtree.
 func Descendants(root int, alive func() bool, skip func(pid int) bool) []Member {
 	if root <= 0 || !alive() {
 		return nil
@@ -47,8 +49,11 @@ func Descendants(root int, alive func() bool, skip func(pid int) bool) []Member 
 			if err != nil {
 				continue
 			}
+			// Liveness is the pidfd's, never the state letter: a process
+			// whose main thread exited while another runs on reads "Z" in
+			// /proc, yet lives, forks, and dies of a SIGKILL to its pidfd.
 			st, err := ReadStat(c)
-			if err != nil || st.PPid != parent.pid || st.State == 'Z' || st.State == 'X' || !parent.alive() || !PidfdAlive(fd) {
+			if err != nil || st.PPid != parent.pid || !parent.alive() || !PidfdAlive(fd) {
 				unix.Close(fd)
 				continue
 			}
