@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/internal/proc"
@@ -337,6 +338,40 @@ func (s *Sandbox) read() {
 			continue
 		}
 		ce.events(ev)
+	}
+}
+
+// initWatchEvery is how often keepInitRunning looks at the init.
+const initWatchEvery = 250 * time.Millisecond
+
+// keepInitRunning continues the init whenever it is found stopped, until the
+// sandbox ends; it owns fd, a pidfd of the init. The init handles every
+// job-control signal (surviveSignals), so only SIGSTOP stops it, and only
+// a process of the sandbox sends that (the command runs as the init's user,
+// and in the bare tiers in its Landlock domain): a stopped init reports
+// nothing, and the run would wait for the command's exit forever.
+func (s *Sandbox) keepInitRunning(fd int) {
+	defer unix.Close(fd)
+	t := time.NewTicker(initWatchEvery)
+	defer t.Stop()
+	warned := false
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		st, err := proc.ReadStat(s.initPid)
+		if err != nil || !proc.PidfdAlive(fd) {
+			return
+		}
+		if st.State != 'T' {
+			continue
+		}
+		if unix.PidfdSendSignal(fd, unix.SIGCONT, nil, 0) == nil && !warned {
+			warned = true
+			s.warn("cordon's init was stopped (SIGSTOP): continued, since a stopped init cannot report the command's exit")
+		}
 	}
 }
 

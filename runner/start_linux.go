@@ -934,6 +934,9 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 			s.log.Error("supervisor stopped", "err", err)
 		}
 	}()
+	if fd, err := unix.PidfdOpen(s.initPid, 0); err == nil {
+		go s.keepInitRunning(fd)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,4 +82,18 @@ func TestDoctorOnThisHost(t *testing.T) {
 	assert.Equal(t, 125, inner.code, inner.stderr)
 	assert.Contains(t, inner.stderr, "supervising with ptrace only")
 	assert.Contains(t, inner.stderr, "cordon: sandbox setup failed: starting the supervisor: cannot attach with ptrace")
+}
+
+// A command that stops cordon's init (SIGSTOP: the one signal the init
+// cannot handle, sent by a process of the sandbox, which runs as the
+// init's user) no longer holds the run open for ever: the init reports
+// nothing while stopped, and cordon waited for the command's exit without
+// end (a red team's; in every tier). cordon continues it and says so. Run
+// again in the landlock tier by make test (TestSecurity).
+func TestSecurityStoppedInitIsContinued(t *testing.T) {
+	requireSeccompNotify(t)
+	r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--", "sh", "-c", `kill -STOP $PPID; echo after-stop`)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "after-stop\n", r.stdout)
+	assert.Contains(t, r.stderr, "cordon: warning: cordon's init was stopped (SIGSTOP): continued")
 }
