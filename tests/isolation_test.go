@@ -480,10 +480,19 @@ func TestIsolationLandlockFilesPolicy(t *testing.T) {
 // once python has said it is ready. The run is bounded to 30 s.
 func startWithOrphan(t *testing.T, tier, orphan, child string) *exec.Cmd {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, cordonBin, "--isolation", tier, "--", "sh", "-c",
+	cmd, line := startCordonLine(t, "--isolation", tier, "--", "sh", "-c",
 		`setsid python3 -c "import time; print('ready', flush=True); `+orphan+`" & `+child)
+	require.Equal(t, "ready\n", line)
+	return cmd
+}
+
+// startCordonLine starts cordon with args (bounded to a minute) and returns
+// it once its command has printed a first line, which it returns too.
+func startCordonLine(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, cordonBin, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), raceEnv)
 	out, err := cmd.StdoutPipe()
@@ -491,8 +500,19 @@ func startWithOrphan(t *testing.T, tier, orphan, child string) *exec.Cmd {
 	require.NoError(t, cmd.Start())
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
-	require.Equal(t, "ready\n", line)
-	return cmd
+	return cmd, line
+}
+
+// requireBareTier skips (fails under CI) unless tier, landlock or none, can
+// run here.
+func requireBareTier(t *testing.T, tier string) {
+	t.Helper()
+	if tier == "landlock" {
+		requireLandlock(t)
+		return
+	}
+	testcap.RequireSeccompNotify(t)
+	requireTool(t, "python3")
 }
 
 // Without a pid namespace a process can leave the init's tree when the
@@ -528,12 +548,7 @@ func TestIsolationLandlockInitKilledLeavesNothing(t *testing.T) {
 func TestIsolationCordonKilledLeavesNothing(t *testing.T) {
 	for i, tier := range []string{"landlock", "none"} {
 		t.Run(tier, func(t *testing.T) {
-			if tier == "landlock" {
-				requireLandlock(t)
-			} else {
-				testcap.RequireSeccompNotify(t)
-				requireTool(t, "python3")
-			}
+			requireBareTier(t, tier)
 			orphan, child := fmt.Sprintf("time.sleep(%d)", 331+2*i), fmt.Sprintf("sleep %d", 332+2*i)
 			cmd := startWithOrphan(t, tier, orphan, child)
 			eventually(t, 5*time.Second, func() bool { return len(processesWith(child)) > 0 }, "%q never started", child)
@@ -560,11 +575,7 @@ func TestIsolationRegrowingChainEnds(t *testing.T) {
 	for i, tier := range []string{"landlock", "none"} {
 		for j, how := range []string{"cordon killed", "timeout", "command exits"} {
 			t.Run(tier+"/"+how, func(t *testing.T) {
-				if tier == "landlock" {
-					requireLandlock(t)
-				} else {
-					testcap.RequireSeccompNotify(t)
-				}
+				requireBareTier(t, tier)
 				marker := fmt.Sprintf("chain-%d%d", i, j)
 				args := []string{"--isolation", tier}
 				shell := "SETSID=1 " + bin + " 500 40 " + marker
@@ -575,17 +586,8 @@ func TestIsolationRegrowingChainEnds(t *testing.T) {
 				case "cordon killed":
 					shell += "; sleep 600"
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, cordonBin, append(args, "--", "sh", "-c", shell)...)
-				cmd.Dir = t.TempDir()
-				cmd.Env = append(os.Environ(), raceEnv)
-				out, err := cmd.StdoutPipe()
-				require.NoError(t, err)
-				require.NoError(t, cmd.Start())
 				t.Cleanup(func() { freezeAndKill(marker) })
-				line, err := bufio.NewReader(out).ReadString('\n')
-				require.NoError(t, err)
+				cmd, line := startCordonLine(t, append(args, "--", "sh", "-c", shell)...)
 				require.Equal(t, "ready\n", line)
 				if how != "command exits" { // then the init is already at it
 					eventually(t, 10*time.Second, func() bool { return len(processesWith(marker)) >= 400 }, "the chain never grew")
@@ -615,28 +617,16 @@ func TestIsolationLeaderExitedProcessEnds(t *testing.T) {
 	for i, tier := range []string{"landlock", "none"} {
 		for j, how := range []string{"cordon killed", "command exits"} {
 			t.Run(tier+"/"+how, func(t *testing.T) {
-				if tier == "landlock" {
-					requireLandlock(t)
-				} else {
-					testcap.RequireSeccompNotify(t)
-				}
+				requireBareTier(t, tier)
 				marker := fmt.Sprintf("leader-%d%d", i, j)
 				shell := bin + " 40 " + marker
 				if how == "cordon killed" {
 					shell += "; sleep 600"
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, cordonBin, "--isolation", tier, "--", "sh", "-c", shell)
-				cmd.Dir = t.TempDir()
-				cmd.Env = append(os.Environ(), raceEnv)
-				out, err := cmd.StdoutPipe()
-				require.NoError(t, err)
-				require.NoError(t, cmd.Start())
-				line, err := bufio.NewReader(out).ReadString('\n')
-				require.NoError(t, err)
+				t.Cleanup(func() { freezeAndKill(marker) })
+				cmd, line := startCordonLine(t, "--isolation", tier, "--", "sh", "-c", shell)
 				var pid int
-				_, err = fmt.Sscanf(line, "ready %d", &pid)
+				_, err := fmt.Sscanf(line, "ready %d", &pid)
 				require.NoError(t, err, line)
 				alive := func() bool {
 					fd, err := unix.PidfdOpen(pid, 0)
@@ -646,10 +636,7 @@ func TestIsolationLeaderExitedProcessEnds(t *testing.T) {
 					defer unix.Close(fd)
 					return proc.PidfdAlive(fd)
 				}
-				t.Cleanup(func() {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					freezeAndKill(marker)
-				})
+				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 				if how == "cordon killed" { // else the init may be at it already
 					eventually(t, 5*time.Second, func() bool { return len(processesWith(marker)) > 0 }, "the child never started")
 					require.True(t, alive(), "the process lives on its second thread")
