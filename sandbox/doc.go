@@ -28,7 +28,8 @@
 // empty exactly when the shim exits. Tree walks read
 // /proc/PID/task/*/children from the shim down, open a pidfd for each
 // member and check after opening that its parent is still the member it
-// was found under, so a pid reused in between is never signalled. cgroup v2
+// was found under, so a pid reused in between is never signalled
+// (proc.Descendants, also the bare tiers' kill of a whole run). cgroup v2
 // (cgroup.kill) is not used: it is often not delegated, and the shim gives
 // the same containment without it. The limit: the workload runs as the same
 // user as the shim and can SIGKILL it; a tree whose shim was killed is
