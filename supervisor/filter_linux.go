@@ -34,6 +34,7 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //     the kernel reads of the command): EPERM, so a sandboxed program cannot
 //     push keystrokes into the user's terminal;
 //   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
+//   - prlimit64 on any process but the caller: EPERM;
 //   - clone with CLONE_VM outside threads and plain vfork, with CLONE_FS or
 //     CLONE_FILES outside threads, and clone3: refused;
 //   - unshare and clone with a namespace flag, and setns: refused;
@@ -265,6 +266,27 @@ func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
 		}
 		if err := f.AddRule(sc, seccomp.ActErrno.SetReturnCode(int16(rule.errno))); err != nil {
 			return nil, fmt.Errorf("adding rule for %s: %w", rule.name, err)
+		}
+	}
+	// prlimit64 on another process: a process of the sandbox runs as the
+	// user of cordon's init and, in the tiers without a pid namespace, of
+	// cordon itself, and the kernel lets the same user set their limits
+	// with no ptrace check (Landlock does not scope it): RLIMIT_NOFILE 0
+	// left the init and cordon unable to read /proc to end the tree, and
+	// RLIMIT_CPU kills them. EPERM for any pid but 0 (the caller itself:
+	// glibc's setrlimit and prlimit without a pid use 0). The full 64 bits
+	// are compared: a pid of 0 with high bits set is refused too.
+	{
+		sc, err := seccomp.GetSyscallFromName("prlimit64")
+		if err != nil {
+			return nil, fmt.Errorf("resolving prlimit64: %w", err)
+		}
+		cond, err := seccomp.MakeCondition(0, seccomp.CompareNotEqual, 0)
+		if err != nil {
+			return nil, fmt.Errorf("building prlimit64 condition: %w", err)
+		}
+		if err := f.AddRuleConditional(sc, seccomp.ActErrno.SetReturnCode(int16(unix.EPERM)), []seccomp.ScmpCondition{cond}); err != nil {
+			return nil, fmt.Errorf("adding prlimit64 rule: %w", err)
 		}
 	}
 	// Device nodes: a block or character device made in a writable

@@ -97,3 +97,36 @@ func TestSecurityStoppedInitIsContinued(t *testing.T) {
 	assert.Equal(t, "after-stop\n", r.stdout)
 	assert.Contains(t, r.stderr, "cordon: warning: cordon's init was stopped (SIGSTOP): continued")
 }
+
+// A process of the sandbox cannot change another process's resource limits
+// (a third red team's): it runs as the user of cordon's init and, without a
+// pid namespace, of cordon itself, and RLIMIT_NOFILE 0 on both left them
+// unable to read /proc to end the command's tree (a setsid job then outlived
+// every bare run), while RLIMIT_CPU killed cordon from inside. prlimit64 is
+// refused for any pid but 0; the process's own limits still change. Run again
+// in the landlock tier by make test (TestSecurity).
+func TestSecurityNoPrlimitOnOtherProcesses(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "python3")
+	script := `
+import errno, os, resource
+def stat_ppid(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+init = os.getppid()
+for name, pid in (("init", init), ("above", stat_ppid(init)), ("own_pid", os.getpid())):
+    try:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (0, 0))
+        print(name + "=changed")
+    except OSError as e:
+        print(name + "=" + errno.errorcode[e.errno])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+print("self=%s" % (resource.getrlimit(resource.RLIMIT_NOFILE)[0] == soft - 1))
+`
+	r := runCordon(t, runOpts{}, "--", "python3", "-c", script)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "init=EPERM")
+	assert.Contains(t, r.stdout, "above=EPERM")
+	assert.Contains(t, r.stdout, "own_pid=EPERM", "only pid 0 names the caller to the filter")
+	assert.Contains(t, r.stdout, "self=True")
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // Stat is what cordon reads of /proc/PID/stat (proc_pid_stat(5)).
@@ -151,17 +152,31 @@ func ReadStatus(pid int) (Status, error) {
 // listed under the thread that forked it). Not filepath.Glob: matching
 // "children" lists every task directory in full, several times slower.
 func Children(pid int) []int {
+	out, _ := ChildrenErr(pid)
+	return out
+}
+
+// ChildrenErr is Children with the error of a read that failed for another
+// reason than the process or one of its threads being gone (EMFILE, say):
+// for a caller that must not take "could not look" for "none".
+func ChildrenErr(pid int) ([]int, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
-	tasks, _ := os.ReadDir(dir)
+	tasks, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ESRCH) {
+		return nil, err
+	}
 	var out []int
 	for _, t := range tasks {
 		b, err := os.ReadFile(dir + t.Name() + "/children")
 		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ESRCH) {
+				return out, err
+			}
 			continue
 		}
 		out = ParseChildren(b, out)
 	}
-	return out
+	return out, nil
 }
 
 // ParseChildren appends the pids of a children file to out.

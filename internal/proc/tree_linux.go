@@ -98,14 +98,20 @@ func KillDescendants(skip func(pid int) bool, bound time.Duration) error {
 				reaped++
 			}
 		}
+		// The caller's own children, read failing closed: a /proc it cannot
+		// read (no descriptor left, say) is never taken for an empty tree.
+		kids, err := ChildrenErr(self)
 		left := 0
-		for _, c := range Children(self) {
+		for _, c := range kids {
 			if skip == nil || !skip(c) {
 				left++
 			}
 		}
-		if left == 0 && len(ms) == 0 {
+		if err == nil && left == 0 && len(ms) == 0 {
 			return nil
+		}
+		if err != nil && time.Now().After(deadline) {
+			return fmt.Errorf("cannot list the processes left: %w", err)
 		}
 		switch {
 		case len(refused) == 0 || len(refused) < len(ms) || reaped > 0:
