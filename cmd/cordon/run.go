@@ -128,7 +128,9 @@ no bwrap installed) it runs the landlock tier and says so in one line with
 the fix for this host: no namespaces; a Landlock ruleset keeps writes to the
 current directory, --rw paths and a private $TMPDIR (EACCES elsewhere), but
 cannot make paths inside them read-only or hide anything; --net none and
---net filter need Linux 6.7 (Landlock ABI 4) there. Run by root it refuses that tier (root owns the system's files, whose
+--net filter need Linux 6.7 (Landlock ABI 4) there; with no pid namespace,
+cordon's init ends the command's whole tree when the command exits, on
+--timeout, and when cordon itself is killed. Run by root it refuses that tier (root owns the system's files, whose
 mode Landlock cannot protect: run cordon as a normal user), as it does with
 neither tier (exit 125). Naming a tier silences the
 line; "cordon doctor" shows the tier runs get here.`,

@@ -88,22 +88,20 @@ func KillDescendants(skip func(pid int) bool, bound time.Duration) error {
 			}
 			unix.Close(m.FD)
 		}
-		reaped := 0
-		for _, c := range Children(self) {
+		// The caller's own children, read failing closed: a /proc it cannot
+		// read (no descriptor left, say) is never taken for an empty tree.
+		// Those that are dead are reaped; the rest are left for the next
+		// pass.
+		kids, err := ChildrenErr(self)
+		reaped, left := 0, 0
+		for _, c := range kids {
 			if skip != nil && skip(c) {
 				continue
 			}
 			var ws unix.WaitStatus
-			if pid, err := unix.Wait4(c, &ws, unix.WNOHANG, nil); err == nil && pid == c {
+			if pid, werr := unix.Wait4(c, &ws, unix.WNOHANG, nil); werr == nil && pid == c {
 				reaped++
-			}
-		}
-		// The caller's own children, read failing closed: a /proc it cannot
-		// read (no descriptor left, say) is never taken for an empty tree.
-		kids, err := ChildrenErr(self)
-		left := 0
-		for _, c := range kids {
-			if skip == nil || !skip(c) {
+			} else {
 				left++
 			}
 		}
