@@ -1,4 +1,4 @@
-package daemon
+package tests
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/daemon"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// A library caller that names no binary does not get the first "cordon" on
+// Found by a red team (the library's default, latent): a caller of the Go
+// library's daemon.Start that names no binary does not get the first "cordon" on
 // PATH run on the host: a sandboxed workload may have put one there (a
 // virtualenv's bin). Before, the planted program ran.
 func TestStartNeverLooksUpCordonOnPath(t *testing.T) {
@@ -22,10 +24,10 @@ func TestStartNeverLooksUpCordonOnPath(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("XDG_RUNTIME_DIR", xdg)
 	t.Setenv("CORDON_HOST", "")
-	p, err := Locate()
+	p, err := daemon.Locate()
 	require.NoError(t, err)
 	for _, exe := range []string{"", "cordon", "bin/cordon"} {
-		_, err := Start(context.Background(), p, StartOptions{Exe: exe, Timeout: 2 * time.Second})
+		_, err := daemon.Start(context.Background(), p, daemon.StartOptions{Exe: exe, Timeout: 2 * time.Second})
 		require.Error(t, err, exe)
 		assert.Contains(t, err.Error(), "StartOptions.Exe must be the absolute path", exe)
 	}
