@@ -17,6 +17,7 @@ import (
 	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // startPids runs name with args, stdin held open until the test ends, and
@@ -56,9 +57,42 @@ func startPids(t *testing.T, name string, args ...string) []int {
 // for a caller (here the host is the sandbox: its proc, its pid namespace).
 func peerOf(t *testing.T, pid int) string {
 	t.Helper()
+	ownTreeOnly(t)
 	st, err := proc.ReadStatus(pid)
 	require.NoError(t, err)
 	return newSandboxView(0).memoryPeer(pid, st, 0)
+}
+
+// ownTreeOnly makes memoryPeer list, until the test ends, only this test
+// binary and its descendants: the host stands in for the sandbox here, and
+// a process elsewhere on it (a thread group whose main thread exited, which
+// another package's tests start at the same time) is none of these tests'
+// business. The binary becomes a child subreaper, so a process orphaned in
+// a test (vforkpeer's D) stays in its tree.
+func ownTreeOnly(t *testing.T) {
+	t.Helper()
+	require.NoError(t, unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+	prev := listSandboxPids
+	t.Cleanup(func() { listSandboxPids = prev })
+	self := os.Getpid()
+	listSandboxPids = func(dir, limit int) ([]int, error) {
+		all, err := prev(dir, limit)
+		if err != nil {
+			return nil, err
+		}
+		mine := map[int]bool{self: true}
+		for _, m := range proc.Descendants(self, func() bool { return true }, nil) {
+			mine[m.Pid] = true
+			unix.Close(m.FD)
+		}
+		var pids []int
+		for _, p := range all {
+			if mine[p] {
+				pids = append(pids, p)
+			}
+		}
+		return pids, nil
+	}
 }
 
 // forkSiblings is a python3 program that forks two children which do not
@@ -175,6 +209,7 @@ func TestMemoryPeerListsAgainAfterAWrap(t *testing.T) {
 // the sandbox's pid counter read by lastPid (Options.LastPid).
 func peerWith(t *testing.T, pid int, lastPid func() (int, error)) string {
 	t.Helper()
+	ownTreeOnly(t)
 	st, err := proc.ReadStatus(pid)
 	require.NoError(t, err)
 	v := newSandboxView(0)
