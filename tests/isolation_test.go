@@ -581,7 +581,9 @@ func TestIsolationRegrowingChainEnds(t *testing.T) {
 				shell := "SETSID=1 " + bin + " 500 40 " + marker
 				switch how {
 				case "timeout":
-					args = append(args, "--timeout", "2s")
+					// Long enough for the chain to grow first on a loaded
+					// machine (a 2 s timeout fired before it had).
+					args = append(args, "--timeout", "8s")
 					shell += "; sleep 600"
 				case "cordon killed":
 					shell += "; sleep 600"
@@ -590,7 +592,11 @@ func TestIsolationRegrowingChainEnds(t *testing.T) {
 				cmd, line := startCordonLine(t, append(args, "--", "sh", "-c", shell)...)
 				require.Equal(t, "ready\n", line)
 				if how != "command exits" { // then the init is already at it
-					eventually(t, 10*time.Second, func() bool { return len(processesWith(marker)) >= 400 }, "the chain never grew")
+					grow := 10 * time.Second
+					if how == "timeout" {
+						grow = 7 * time.Second // before the run's own
+					}
+					eventually(t, grow, func() bool { return len(processesWith(marker)) >= 400 }, "the chain never grew")
 				}
 				start := time.Now()
 				if how == "cordon killed" {
