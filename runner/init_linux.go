@@ -111,6 +111,10 @@ func InitMain() int {
 		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(errno), Path: cfg.Argv[0]})
 		return exitCodeForErrno(errno)
 	}
+	scope, err := scopeRuleset(cfg.Landlock)
+	if err != nil {
+		return setupErr(err)
+	}
 	if code := installFilter(conn, cfg); code != 0 {
 		return code
 	}
@@ -120,33 +124,23 @@ func InitMain() int {
 	}
 
 	<-handled
-	if cfg.Reap {
-		// Without bubblewrap's user namespace, a supervisor run by a
-		// normal user has no CAP_SYS_PTRACE over the command: it can
-		// verify the first exec only if the forked child is dumpable,
-		// and the child inherits the init's flag. No command runs yet;
-		// the flag is cleared again as soon as the exec is done (a
-		// window of microseconds in which the new command could reach
-		// the init's control socket: README, security model).
-		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
-	}
-	pid, err := syscall.ForkExec(path, cfg.Argv, &syscall.ProcAttr{
-		Dir:   cfg.Dir,
-		Env:   cfg.Env,
-		Files: []uintptr{0, 1, uintptr(stderrFd)},
-	})
-	if cfg.Reap {
-		if perr := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); perr != nil {
-			return fail("prctl(PR_SET_DUMPABLE): %v", perr)
-		}
+	// Without bubblewrap's user namespace, a supervisor run by a normal
+	// user has no CAP_SYS_PTRACE over the command: it can verify the first
+	// exec only if the child is dumpable (Reap: the bare tiers), which the
+	// child makes itself, the init staying non-dumpable. In the landlock
+	// tier the child also takes the scope layer (see spawn_unsafe.go).
+	pid, err := cExec(&execSpec{path: path, argv: cfg.Argv, env: cfg.Env, dir: cfg.Dir,
+		fds: [3]int{0, 1, stderrFd}, dumpable: cfg.Reap, scope: scope})
+	if scope >= 0 {
+		unix.Close(scope)
 	}
 	if err != nil {
-		errno, _ := err.(syscall.Errno)
-		if errno == 0 {
-			errno = unix.EINVAL
+		var ee *execError
+		if !errors.As(err, &ee) || ee.stage != stageExec {
+			return setupErr(fmt.Errorf("starting the command: %w", err))
 		}
-		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(errno), Path: path})
-		return exitCodeForErrno(errno)
+		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(ee.errno), Path: path})
+		return exitCodeForErrno(ee.errno)
 	}
 	_ = conn.send(initMsg{Kind: msgStarted})
 	reaped := make(chan unix.WaitStatus, 1)

@@ -152,6 +152,24 @@ func applyLandlock(spec *landlockSpec) error {
 	return nil
 }
 
+// scopeRuleset returns, for the landlock tier (spec set) on a kernel with
+// Landlock ABI 6, a ruleset that handles no access right and scopes signals
+// only: the layer every command takes between fork and exec, so that it
+// cannot signal its init (see spawn_unsafe.go). -1 otherwise: the bubblewrap
+// tier needs none (the pid namespace ends with cordon), and below ABI 6
+// nothing can scope signals (the README states what that leaves open). The
+// descriptor is close-on-exec, as every Landlock ruleset.
+func scopeRuleset(spec *landlockSpec) (int, error) {
+	if spec == nil || isolation.LandlockABI() < 6 {
+		return -1, nil
+	}
+	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{Scoped: llsys.ScopeSignal}, 0)
+	if err != nil {
+		return -1, fmt.Errorf("creating the landlock signal scope ruleset: %w", err)
+	}
+	return fd, nil
+}
+
 // landlockWriteRule grants every right on a directory, or a file's rights
 // on a file.
 func landlockWriteRule(path string, fsRights landlock.AccessFSSet) (landlock.Rule, error) {

@@ -22,6 +22,11 @@ import (
 // The init stays the namespace's subreaper for whatever escapes a shim (a
 // shim that was killed leaves its tree to the init) and reaps it.
 func sessionMain(conn *frameConn, cfg configMsg, stderrFd int, handled <-chan struct{}) int {
+	scope, err := scopeRuleset(cfg.Landlock)
+	if err != nil {
+		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
+		return 125
+	}
 	if code := installFilter(conn, cfg); code != 0 {
 		return code
 	}
@@ -31,6 +36,7 @@ func sessionMain(conn *frameConn, cfg configMsg, stderrFd int, handled <-chan st
 
 	si := &sessInit{
 		bare:    cfg.Reap,
+		scope:   scope,
 		conn:    conn,
 		kick:    make(chan struct{}, 1),
 		shims:   make(map[int]*shimState),
@@ -67,7 +73,10 @@ type sessInit struct {
 	conn *frameConn
 	// bare: no bubblewrap (the leader is made dumpable for the
 	// supervisor's ptrace, see spawn_unsafe.go).
-	bare   bool
+	bare bool
+	// scope is the landlock tier's scope ruleset for every leader, or -1
+	// (scopeRuleset).
+	scope  int
 	sendMu sync.Mutex // one frame at a time on conn
 	kick   chan struct{}
 
@@ -123,7 +132,7 @@ func (si *sessInit) spawn(m *sessMsg, fds []int) {
 	// Held across the fork: the reaper must find the shim registered
 	// however fast it exits.
 	si.mu.Lock()
-	pid, pidfd, err := cSpawn(&spawnSpec{path: path, argv: argv, env: env, dir: dir, src: fds, dst: m.Targets, report: pair[1], dumpable: si.bare})
+	pid, pidfd, err := cSpawn(&spawnSpec{path: path, argv: argv, env: env, dir: dir, src: fds, dst: m.Targets, report: pair[1], dumpable: si.bare, scope: si.scope})
 	if err == nil {
 		si.shims[pid] = st
 	}
@@ -149,7 +158,7 @@ func errnoOf(err error) syscall.Errno {
 	return unix.EIO
 }
 
-var stageOps = map[int32]string{stageSpawn: "spawn", stageChdir: "chdir", stageExec: "exec"}
+var stageOps = map[int32]string{stageSpawn: "spawn", stageChdir: "chdir", stageExec: "exec", stageScope: "landlock_restrict_self"}
 
 // watch forwards one shim's reports, then "gone" once the reaper has
 // collected the shim.

@@ -27,6 +27,19 @@ package runner
 // The shim reports on a SOCK_SEQPACKET socket: the leader's pid with a pidfd
 // for it, the outcome of execve (an O_CLOEXEC pipe: EOF means it
 // succeeded), the leader's wait status; it exits when it has no child left.
+//
+// A one-shot run's command is started by cordon_exec: no shim (the init
+// reaps it), a vfork-style clone that shares the init's memory until the
+// child's execve, and the same steps in the child. It is C, not
+// syscall.ForkExec, for the one step Go offers no hook for (and the
+// dumpable flag, set in the child rather than around the fork in the init).
+//
+// That step is the scope layer of the landlock tier: a Landlock ruleset
+// that handles no access and scopes signals only, applied in the child
+// right before execve. The command's domain is then nested under the
+// forking init thread's: the init may signal the command, and the command
+// (and everything it starts) may not signal the init, nor a session's
+// shim: it cannot stop the process that ends its tree when cordon dies.
 
 /*
 #define _GNU_SOURCE
@@ -42,6 +55,7 @@ package runner
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 #include <linux/sched.h>
 
@@ -55,6 +69,7 @@ enum {
 	STAGE_SPAWN = 1,
 	STAGE_CHDIR = 2,
 	STAGE_EXEC = 3,
+	STAGE_SCOPE = 4,
 };
 
 struct cordon_shim_msg {
@@ -71,7 +86,12 @@ struct cordon_spawn {
 	int n;
 	int report;        // the shim's end of the report socket
 	int dumpable;      // make the leader dumpable before execve (no bwrap)
+	int scope;         // a Landlock ruleset to restrict the leader with before execve, or -1
 };
+
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
 
 // Raw clone with fork semantics (no new stack: the child runs on a copy of
 // this one) that also returns a pidfd for the child (Linux 5.2). glibc's
@@ -113,8 +133,8 @@ static void leader_fail(int errfd, int32_t stage, int32_t err) {
 	_exit(127);
 }
 
-static void leader(const struct cordon_spawn *s, int report, int errfd) __attribute__((noreturn));
-static void leader(const struct cordon_spawn *s, int report, int errfd) {
+static void leader(const struct cordon_spawn *s, int report, int errfd, int scope) __attribute__((noreturn));
+static void leader(const struct cordon_spawn *s, int report, int errfd, int scope) {
 	close(report);
 	// Its own session and process group: "kill 0" or a terminal-less
 	// job-control shell inside reaches the process's own group, never the
@@ -132,6 +152,10 @@ static void leader(const struct cordon_spawn *s, int report, int errfd) {
 	// them (the shim closed them) but errfd, a pipe to its shim.
 	if (s->dumpable)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	// The scope layer (see the top of this file), last: nothing the leader
+	// does needs to signal the shim. The ruleset is close-on-exec.
+	if (scope >= 0 && syscall(SYS_landlock_restrict_self, scope, 0) < 0)
+		leader_fail(errfd, STAGE_SCOPE, errno);
 	execve(s->path, s->argv, s->envp);
 	leader_fail(errfd, STAGE_EXEC, errno);
 	_exit(127);
@@ -176,6 +200,17 @@ static void shim(const struct cordon_spawn *s) {
 			_exit(1);
 		}
 	}
+	// The scope ruleset, if any, goes just above the report socket; it is
+	// moved out of the way first, as the descriptors are (its number may
+	// be rep's).
+	int scope = -1, stmp = -1;
+	if (s->scope >= 0) {
+		stmp = fcntl(s->scope, F_DUPFD_CLOEXEC, rep + 1);
+		if (stmp < 0) {
+			shim_send(s->report, SHIM_EXEC, 0, STAGE_SCOPE, errno, 0, -1);
+			_exit(1);
+		}
+	}
 	int r = fcntl(s->report, F_DUPFD_CLOEXEC, rep + 1);
 	if (r < 0 || dup3(r, rep, O_CLOEXEC) < 0)
 		_exit(1);
@@ -185,10 +220,17 @@ static void shim(const struct cordon_spawn *s) {
 			_exit(1);
 		}
 	}
+	if (stmp >= 0) {
+		scope = rep + 1;
+		if (stmp != scope && dup3(stmp, scope, O_CLOEXEC) < 0) {
+			shim_send(rep, SHIM_EXEC, 0, STAGE_SCOPE, errno, 0, -1);
+			_exit(1);
+		}
+	}
 	for (int fd = 0; fd < rep; fd++)
 		if (!is_dst(s, fd))
 			close(fd);
-	syscall(SYS_close_range, rep + 1, ~0U, 0);
+	syscall(SYS_close_range, scope >= 0 ? scope + 1 : rep + 1, ~0U, 0);
 
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0) {
@@ -198,9 +240,11 @@ static void shim(const struct cordon_spawn *s) {
 	int lfd = -1;
 	pid_t pid = clone_pidfd(&lfd);
 	if (pid == 0)
-		leader(s, rep, ep[1]);
+		leader(s, rep, ep[1], scope);
 	int cerr = errno;
 	close(ep[1]);
+	if (scope >= 0)
+		close(scope);
 	// The shim must not hold the process's pipes: EOF on them is how the
 	// host sees that every writer is gone.
 	for (int i = 0; i < s->n; i++)
@@ -259,10 +303,95 @@ static int cordon_spawn(const struct cordon_spawn *s, int *shim_pidfd) {
 	*shim_pidfd = pfd;
 	return pid;
 }
+
+// A one-shot command: what cordon_exec needs, and what it reports.
+struct cordon_exec {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	const char *dir;   // "" or NULL: the init's
+	int fds[3];        // become 0, 1 and 2 (each fds[i] == i or > 2)
+	int dumpable;      // make the child dumpable before execve (no bwrap)
+	int scope;         // a Landlock ruleset to restrict the child with before execve, or -1
+	// Written by the child (it shares this memory until execve): the stage
+	// that failed and its errno, both 0 when execve succeeded.
+	int stage, err;
+	sigset_t mask;     // the forking thread's signal mask, for the child to restore
+};
+
+static void exec_fail(struct cordon_exec *e, int stage) {
+	e->stage = stage;
+	e->err = errno;
+	_exit(127);
+}
+
+static int exec_child(void *arg) {
+	struct cordon_exec *e = arg;
+	// A copy of one thread of a Go process, sharing its memory: only
+	// system calls from here on. Go's handlers are reset before any signal
+	// is unblocked; an ignored signal stays ignored, as across execve.
+	for (int i = 1; i < 65; i++) {
+		struct sigaction old;
+		if (i == SIGKILL || i == SIGSTOP || sigaction(i, NULL, &old) < 0)
+			continue;
+		if (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL) {
+			struct sigaction dfl;
+			memset(&dfl, 0, sizeof dfl);
+			dfl.sa_handler = SIG_DFL;
+			sigaction(i, &dfl, NULL);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (e->fds[i] == i) {
+			if (fcntl(i, F_SETFD, 0) < 0)
+				exec_fail(e, STAGE_SPAWN);
+		} else if (dup2(e->fds[i], i) < 0) {
+			exec_fail(e, STAGE_SPAWN);
+		}
+	}
+	if (e->dir != NULL && e->dir[0] != '\0' && chdir(e->dir) < 0)
+		exec_fail(e, STAGE_CHDIR);
+	if (e->dumpable)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (e->scope >= 0 && syscall(SYS_landlock_restrict_self, e->scope, 0) < 0)
+		exec_fail(e, STAGE_SCOPE);
+	sigprocmask(SIG_SETMASK, &e->mask, NULL);
+	execve(e->path, e->argv, e->envp);
+	exec_fail(e, STAGE_EXEC);
+	return 127;
+}
+
+// cordon_exec starts e's command as a child of the calling thread and
+// returns its pid once it has exec'd, or -1 with e->stage and e->err set
+// (the failed child reaped).
+static int cordon_exec(struct cordon_exec *e) {
+	// The child runs on this (parked) thread's stack, below the frame.
+	char stack[32 << 10] __attribute__((aligned(16)));
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &e->mask);
+	e->stage = 0;
+	e->err = 0;
+	pid_t pid = clone(exec_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, e);
+	int cerr = errno;
+	pthread_sigmask(SIG_SETMASK, &e->mask, NULL);
+	if (pid < 0) {
+		e->stage = STAGE_SPAWN;
+		e->err = cerr;
+		return -1;
+	}
+	if (e->stage != 0) {
+		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		return -1;
+	}
+	return pid;
+}
 */
 import "C"
 
 import (
+	"fmt"
 	"syscall"
 	"unsafe"
 )
@@ -276,6 +405,7 @@ const (
 	stageSpawn = C.STAGE_SPAWN
 	stageChdir = C.STAGE_CHDIR
 	stageExec  = C.STAGE_EXEC
+	stageScope = C.STAGE_SCOPE
 
 	// shimMsgSize is sizeof(struct cordon_shim_msg): five int32s.
 	shimMsgSize = C.sizeof_struct_cordon_shim_msg
@@ -293,57 +423,124 @@ type spawnSpec struct {
 	report int
 	// dumpable makes the leader dumpable before execve (bare tiers).
 	dumpable bool
+	// scope, when >= 0, is the landlock tier's scope ruleset (see the top
+	// of this file), applied in the leader before execve.
+	scope int
 }
 
 // cSpawn forks a shim that runs sp (see the comment at the top of this
 // file) and returns the shim's pid and a pidfd for it.
 func cSpawn(sp *spawnSpec) (pid, pidfd int, err error) {
-	cs := C.struct_cordon_spawn{n: C.int(len(sp.src)), report: C.int(sp.report)}
+	cs := C.struct_cordon_spawn{n: C.int(len(sp.src)), report: C.int(sp.report), scope: C.int(sp.scope)}
 	if sp.dumpable {
 		cs.dumpable = 1
 	}
-	var frees []unsafe.Pointer
-	defer func() {
-		for _, p := range frees {
-			C.free(p)
-		}
-	}()
-	cstr := func(s string) *C.char {
-		p := C.CString(s)
-		frees = append(frees, unsafe.Pointer(p))
-		return p
-	}
-	cvec := func(ss []string) **C.char {
-		// A NULL-terminated array allocated in C: cgo forbids passing Go
-		// memory that holds Go pointers.
-		size := C.size_t(len(ss)+1) * C.size_t(unsafe.Sizeof((*C.char)(nil)))
-		arr := (*[1 << 28]*C.char)(C.malloc(size))
-		frees = append(frees, unsafe.Pointer(arr))
-		for i, s := range ss {
-			arr[i] = cstr(s)
-		}
-		arr[len(ss)] = nil
-		return &arr[0]
-	}
-	cints := func(v []int) *C.int {
-		size := C.size_t(len(v)+1) * C.size_t(unsafe.Sizeof(C.int(0)))
-		arr := (*[1 << 20]C.int)(C.malloc(size))
-		frees = append(frees, unsafe.Pointer(arr))
-		for i, x := range v {
-			arr[i] = C.int(x)
-		}
-		return &arr[0]
-	}
-	cs.path = cstr(sp.path)
-	cs.argv = cvec(sp.argv)
-	cs.envp = cvec(sp.env)
-	cs.dir = cstr(sp.dir)
-	cs.src = cints(sp.src)
-	cs.dst = cints(sp.dst)
+	var m cmem
+	defer m.free()
+	cs.path = m.str(sp.path)
+	cs.argv = m.vec(sp.argv)
+	cs.envp = m.vec(sp.env)
+	cs.dir = m.str(sp.dir)
+	cs.src = m.ints(sp.src)
+	cs.dst = m.ints(sp.dst)
 	var pfd C.int
 	r := C.cordon_spawn(&cs, &pfd)
 	if r < 0 {
 		return 0, -1, syscall.Errno(-r)
 	}
 	return int(r), int(pfd), nil
+}
+
+// execSpec is what cExec needs to start a one-shot command.
+type execSpec struct {
+	path string
+	argv []string
+	env  []string
+	dir  string
+	// fds become 0, 1 and 2 in the command; each is its own number or
+	// above 2.
+	fds [3]int
+	// dumpable makes the child dumpable before execve (bare tiers).
+	dumpable bool
+	// scope, when >= 0, is the landlock tier's scope ruleset (see the top
+	// of this file), applied in the child before execve.
+	scope int
+}
+
+// execError is a failed cExec: the stage that failed and why.
+type execError struct {
+	stage int
+	errno syscall.Errno
+}
+
+func (e *execError) Error() string {
+	return fmt.Sprintf("%s: %v", stageOps[int32(e.stage)], e.errno)
+}
+
+// cExec starts sp's command as a child of the calling thread (see
+// cordon_exec) and returns its pid once it has exec'd. A failure is an
+// *execError.
+func cExec(sp *execSpec) (int, error) {
+	for i, fd := range sp.fds {
+		if fd != i && fd <= 2 {
+			return 0, fmt.Errorf("descriptor %d for %d: must be %d or above 2", fd, i, i)
+		}
+	}
+	var m cmem
+	defer m.free()
+	// In C memory: the child writes its outcome there, and cgo forbids
+	// Go memory that holds pointers to C.
+	e := (*C.struct_cordon_exec)(m.alloc(C.size_t(unsafe.Sizeof(C.struct_cordon_exec{}))))
+	*e = C.struct_cordon_exec{path: m.str(sp.path), argv: m.vec(sp.argv), envp: m.vec(sp.env),
+		dir: m.str(sp.dir), scope: C.int(sp.scope)}
+	for i, fd := range sp.fds {
+		e.fds[i] = C.int(fd)
+	}
+	if sp.dumpable {
+		e.dumpable = 1
+	}
+	pid := C.cordon_exec(e)
+	if pid < 0 {
+		return 0, &execError{stage: int(e.stage), errno: syscall.Errno(e.err)}
+	}
+	return int(pid), nil
+}
+
+// cmem allocates C memory for one call into C and frees all of it after.
+type cmem struct{ frees []unsafe.Pointer }
+
+func (m *cmem) alloc(size C.size_t) unsafe.Pointer {
+	p := C.calloc(1, size)
+	m.frees = append(m.frees, p)
+	return p
+}
+
+func (m *cmem) free() {
+	for _, p := range m.frees {
+		C.free(p)
+	}
+}
+
+func (m *cmem) str(s string) *C.char {
+	p := C.CString(s)
+	m.frees = append(m.frees, unsafe.Pointer(p))
+	return p
+}
+
+// vec is a NULL-terminated array of C strings, in C memory: cgo forbids
+// passing Go memory that holds Go pointers.
+func (m *cmem) vec(ss []string) **C.char {
+	arr := (*[1 << 28]*C.char)(m.alloc(C.size_t(len(ss)+1) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	for i, s := range ss {
+		arr[i] = m.str(s)
+	}
+	return &arr[0]
+}
+
+func (m *cmem) ints(v []int) *C.int {
+	arr := (*[1 << 20]C.int)(m.alloc(C.size_t(len(v)+1) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	for i, x := range v {
+		arr[i] = C.int(x)
+	}
+	return &arr[0]
 }

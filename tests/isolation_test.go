@@ -909,3 +909,62 @@ func TestIsolationLandlockRefusesReachableAgent(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, fp)
 }
+
+// requireLandlockScope gates a test on Landlock's signal scoping (ABI 6,
+// Linux 6.12).
+func requireLandlockScope(t *testing.T) {
+	t.Helper()
+	requireLandlock(t)
+	if isolation.LandlockABI() < 6 {
+		testcap.SkipOrFail(t, "Landlock ABI 6 (signal scoping) is not available on this kernel")
+	}
+}
+
+// scopeProbe signals, from a command of the sandbox, its parent ($1: the
+// init, or a session process's shim), a grandchild's view of the same, its
+// own background job and itself, and prints NAME=ok or NAME=refused.
+const scopeProbe = `p=$1
+kill -0 $p 2>/dev/null && echo parent=ok || echo parent=refused
+kill -STOP $p 2>/dev/null && echo parent_stop=ok || echo parent_stop=refused
+kill -CONT $p 2>/dev/null
+sh -c 'kill -0 $1 2>/dev/null && echo grandchild=ok || echo grandchild=refused' _ $p
+sleep 30 &
+kill $! 2>/dev/null && echo own_job=ok || echo own_job=refused
+wait
+kill -0 $$ && echo self=ok
+`
+
+// In the landlock tier a command cannot signal its init (nor, in a
+// session, its shim): it runs in a Landlock domain nested under the init's
+// (a layer that only scopes signals, added between fork and exec), so the
+// init may signal it and it may not signal the init. Before, it shared the
+// init thread's domain: it could stop the init, and cordon then killed from
+// outside left its processes running (ENOSYS on every exec), or kill it.
+// Its own processes and itself it still signals.
+func TestIsolationLandlockCommandCannotSignalItsInit(t *testing.T) {
+	requireLandlockScope(t)
+	want := []string{"parent=refused", "parent_stop=refused", "grandchild=refused", "own_job=ok", "self=ok"}
+	t.Run("one-shot", func(t *testing.T) {
+		r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--isolation", "landlock", "--",
+			"sh", "-c", `sh -c "$0" _ "$PPID"`, scopeProbe)
+		require.Equal(t, 0, r.code, r.stderr)
+		for _, w := range want {
+			assert.Contains(t, r.stdout, w)
+		}
+		assert.NotContains(t, r.stderr, "init was stopped")
+	})
+	t.Run("session", func(t *testing.T) {
+		d := newDaemonEnv(t)
+		d.start()
+		work := t.TempDir()
+		r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "scope", "--isolation", "landlock")
+		require.Equal(t, 0, r.code, r.stderr)
+		script := filepath.Join(work, "probe.sh")
+		require.NoError(t, os.WriteFile(script, []byte(scopeProbe), 0o644))
+		r = d.cordonOpts(runOpts{dir: work, timeout: 20 * time.Second}, "exec", "--session", "scope", "-c", `sh ./probe.sh "$PPID"`)
+		require.Equal(t, 0, r.code, r.stderr)
+		for _, w := range want {
+			assert.Contains(t, r.stdout, w)
+		}
+	})
+}

@@ -130,7 +130,8 @@ current directory, --rw paths and a private $TMPDIR (EACCES elsewhere), but
 cannot make paths inside them read-only or hide anything; --net none and
 --net filter need Linux 6.7 (Landlock ABI 4) there; with no pid namespace,
 cordon's init ends the command's whole tree when the command exits, on
---timeout, and when cordon itself is killed. Run by root it refuses that tier (root owns the system's files, whose
+--timeout, and when cordon itself is killed (from Linux 6.12, Landlock ABI
+6, the command cannot signal that init). Run by root it refuses that tier (root owns the system's files, whose
 mode Landlock cannot protect: run cordon as a normal user), as it does with
 neither tier (exit 125). Naming a tier silences the
 line; "cordon doctor" shows the tier runs get here.`,
