@@ -499,7 +499,11 @@ func cExec(sp *execSpec) (int, error) {
 	if sp.dumpable {
 		e.dumpable = 1
 	}
+	// As syscall.ForkExec does: no other goroutine opens a descriptor that
+	// is not yet close-on-exec while the child copies the table.
+	syscall.ForkLock.Lock()
 	pid := C.cordon_exec(e)
+	syscall.ForkLock.Unlock()
 	if pid < 0 {
 		return 0, &execError{stage: int(e.stage), errno: syscall.Errno(e.err)}
 	}
