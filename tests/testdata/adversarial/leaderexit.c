@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ready.h"
+
 static time_t until;
 
 static void *live(void *arg) {
@@ -33,27 +35,14 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	until = time(NULL) + atoi(argv[1]);
-	// The caller's child returns once the process has said "ready" (a
-	// byte on this pipe), so that a run ending with it cannot end the
-	// process before the test has read that line.
-	int said[2];
-	if (pipe(said) < 0)
-		return 2;
-	if (fork() != 0) {
-		char b;
-		close(said[1]);
-		return read(said[0], &b, 1) == 1 ? 0 : 1;
-	}
-	close(said[0]);
+	detach_when_ready();
 	setsid();
 	pthread_t t;
 	if (pthread_create(&t, NULL, live, NULL) != 0)
 		return 1;
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
-	if (write(said[1], "r", 1) != 1)
-		return 1;
-	close(said[1]);
+	said_ready();
 	syscall(SYS_exit, 0); // this thread only
 	return 0;
 }

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ready.h"
+
 int main(int argc, char **argv) {
 	if (argc < 4) {
 		fprintf(stderr, "usage: regrow LENGTH SECONDS MARKER\n");
@@ -25,26 +27,13 @@ int main(int argc, char **argv) {
 		return 2;
 	pid_t links[4096];
 	int n = 0;
-	// The caller's child returns once the process has said "ready" (a
-	// byte on this pipe), so that a run ending with it cannot end the
-	// process before the test has read that line.
-	int said[2];
-	if (pipe(said) < 0)
-		return 2;
-	if (fork() != 0) {
-		char b;
-		close(said[1]);
-		return read(said[0], &b, 1) == 1 ? 0 : 1;
-	}
-	close(said[0]); // the chain lives on
+	detach_when_ready(); // the chain lives on
 	if (own_session)
 		setsid();
 	links[n++] = getpid();
 	printf("ready\n");
 	fflush(stdout);
-	if (write(said[1], "r", 1) != 1)
-		return 1;
-	close(said[1]);
+	said_ready();
 	for (;;) {
 		if (time(NULL) > until)
 			_exit(0);
