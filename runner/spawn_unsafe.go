@@ -51,6 +51,7 @@ package runner
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -92,6 +93,22 @@ struct cordon_spawn {
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
+
+// The soft RLIMIT_NOFILE the init was started with, saved before the Go
+// runtime raises it to the hard limit (a C constructor runs first):
+// syscall.ForkExec gives a child the original back, and so do the leader
+// and the one-shot command, or they would start with the raised limit.
+static struct rlimit nofile;
+static int nofile_saved;
+
+__attribute__((constructor)) static void save_nofile(void) {
+	nofile_saved = getrlimit(RLIMIT_NOFILE, &nofile) == 0;
+}
+
+static void restore_nofile(void) {
+	if (nofile_saved)
+		setrlimit(RLIMIT_NOFILE, &nofile);
+}
 
 // Raw clone with fork semantics (no new stack: the child runs on a copy of
 // this one) that also returns a pidfd for the child (Linux 5.2). glibc's
@@ -150,6 +167,7 @@ static void leader(const struct cordon_spawn *s, int report, int errfd, int scop
 	// verify this exec only if the leader is dumpable. The init's
 	// non-dumpable state guards its descriptors; the leader holds none of
 	// them (the shim closed them) but errfd, a pipe to its shim.
+	restore_nofile();
 	if (s->dumpable)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	// The scope layer (see the top of this file), last: nothing the leader
@@ -304,7 +322,7 @@ static int cordon_spawn(const struct cordon_spawn *s, int *shim_pidfd) {
 	return pid;
 }
 
-// A one-shot command: what cordon_exec needs, and what it reports.
+// A one-shot command: what cordon_exec needs.
 struct cordon_exec {
 	const char *path;
 	char *const *argv;
@@ -313,23 +331,24 @@ struct cordon_exec {
 	int fds[3];        // become 0, 1 and 2 (each fds[i] == i or > 2)
 	int dumpable;      // make the child dumpable before execve (no bwrap)
 	int scope;         // a Landlock ruleset to restrict the child with before execve, or -1
-	// Written by the child (it shares this memory until execve): the stage
-	// that failed and its errno, both 0 when execve succeeded.
-	int stage, err;
+	int report;        // the child's end of a close-on-exec pipe: {stage, errno} on failure
 	sigset_t mask;     // the forking thread's signal mask, for the child to restore
+	int stage, err;    // set by cordon_exec on failure
 };
 
-static void exec_fail(struct cordon_exec *e, int stage) {
-	e->stage = stage;
-	e->err = errno;
+static void exec_fail(const struct cordon_exec *e, int32_t stage) {
+	int32_t r[2] = {stage, errno};
+	while (write(e->report, r, sizeof r) < 0 && errno == EINTR)
+		;
 	_exit(127);
 }
 
 static int exec_child(void *arg) {
-	struct cordon_exec *e = arg;
-	// A copy of one thread of a Go process, sharing its memory: only
-	// system calls from here on. Go's handlers are reset before any signal
-	// is unblocked; an ignored signal stays ignored, as across execve.
+	const struct cordon_exec *e = arg;
+	// A copy of one thread of a Go process, possibly sharing its memory:
+	// only system calls from here on. Go's handlers are reset before any
+	// signal is unblocked; an ignored signal stays ignored, as across
+	// execve.
 	for (int i = 1; i < 65; i++) {
 		struct sigaction old;
 		if (i == SIGKILL || i == SIGSTOP || sigaction(i, NULL, &old) < 0)
@@ -351,6 +370,9 @@ static int exec_child(void *arg) {
 	}
 	if (e->dir != NULL && e->dir[0] != '\0' && chdir(e->dir) < 0)
 		exec_fail(e, STAGE_CHDIR);
+	restore_nofile();
+	// Dumpability belongs to the memory: the child has its own here (see
+	// cordon_exec), so the init stays non-dumpable.
 	if (e->dumpable)
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (e->scope >= 0 && syscall(SYS_landlock_restrict_self, e->scope, 0) < 0)
@@ -361,31 +383,77 @@ static int exec_child(void *arg) {
 	return 127;
 }
 
+// above2 moves a descriptor of cordon_exec's own above the three the child
+// places (the init's 0-2 are open, but a descriptor it gets must never be
+// one of them).
+static int above2(int fd) {
+	if (fd < 0 || fd > 2)
+		return fd;
+	int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return moved;
+}
+
 // cordon_exec starts e's command as a child of the calling thread and
 // returns its pid once it has exec'd, or -1 with e->stage and e->err set
-// (the failed child reaped).
+// (the failed child reaped). The parent waits until the child's execve
+// (CLONE_VFORK) either way. The child shares the init's memory (no copy of
+// it) unless it must become dumpable: dumpability is a flag of the memory,
+// so a child sharing it would make the init dumpable, and with it reachable
+// by the command through /proc/INIT (its control socket). That child gets a
+// copy instead, made only in the bare tiers.
 static int cordon_exec(struct cordon_exec *e) {
-	// The child runs on this (parked) thread's stack, below the frame.
+	// The child runs on this (parked) thread's stack, below the frame, or
+	// on its copy of it.
 	char stack[32 << 10] __attribute__((aligned(16)));
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		e->stage = STAGE_SPAWN;
+		e->err = errno;
+		return -1;
+	}
+	p[0] = above2(p[0]);
+	p[1] = above2(p[1]);
+	if (p[0] < 0 || p[1] < 0) {
+		e->stage = STAGE_SPAWN;
+		e->err = errno;
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	e->report = p[1];
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &e->mask);
-	e->stage = 0;
-	e->err = 0;
-	pid_t pid = clone(exec_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, e);
+	int flags = CLONE_VFORK | SIGCHLD | (e->dumpable ? 0 : CLONE_VM);
+	pid_t pid = clone(exec_child, stack + sizeof stack, flags, e);
 	int cerr = errno;
 	pthread_sigmask(SIG_SETMASK, &e->mask, NULL);
+	close(p[1]);
 	if (pid < 0) {
+		close(p[0]);
 		e->stage = STAGE_SPAWN;
 		e->err = cerr;
 		return -1;
 	}
-	if (e->stage != 0) {
-		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
-			;
-		return -1;
+	int32_t r[2];
+	size_t got = 0;
+	while (got < sizeof r) {
+		ssize_t k = read(p[0], (char *)r + got, sizeof r - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
 	}
-	return pid;
+	close(p[0]);
+	if (got == 0)
+		return pid; // EOF: the child exec'd
+	e->stage = got == sizeof r ? r[0] : STAGE_SPAWN;
+	e->err = got == sizeof r ? r[1] : EIO;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	return -1;
 }
 */
 import "C"

@@ -968,3 +968,76 @@ func TestIsolationLandlockCommandCannotSignalItsInit(t *testing.T) {
 		}
 	})
 }
+
+// Run as a normal user in the tiers without bubblewrap, the command is made
+// dumpable so that the supervisor can verify its first exec; the init must
+// stay non-dumpable, or the command reaches its control socket through
+// /proc/INIT (and in --isolation none forges the command's exit status). A
+// red team's: the command's clone shared the init's memory, and
+// dumpability is the memory's, so the init stayed dumpable for the whole
+// run. Its /proc entries are then the user's instead of root's.
+func TestIsolationBareInitStaysNonDumpable(t *testing.T) {
+	for _, tier := range []string{"landlock", "none"} {
+		t.Run(tier, func(t *testing.T) {
+			requireBareTier(t, tier)
+			work, _ := nobodyCordon(t)
+			// Below HOME (work): the landlock tier refuses a writable home.
+			proj := filepath.Join(work, "proj")
+			asNobody(t, work, "mkdir proj")
+			argv := []string{cordonBin}
+			if os.Getuid() == 0 {
+				argv = []string{requireTool(t, "setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups",
+					filepath.Join(filepath.Dir(work), "cordon")}
+			}
+			argv = append(argv, "--isolation", tier, "--", "sh", "-c",
+				`stat -c 'owner=%u' /proc/$PPID/fd; ls /proc/$PPID/fd >/dev/null 2>&1 && echo fds=listed || echo fds=refused; id -u`)
+			r := runCordonVia(t, runOpts{dir: proj, env: homeEnv(work)}, argv...)
+			require.Equal(t, 0, r.code, r.stderr)
+			uid := strings.TrimSpace(r.stdout[strings.LastIndex(strings.TrimSpace(r.stdout), "\n")+1:])
+			require.NotEqual(t, "0", uid, "the premise: cordon runs as a normal user")
+			assert.Contains(t, r.stdout, "owner=0\n", "the init's /proc entries are root's (non-dumpable)")
+			assert.Contains(t, r.stdout, "fds=refused")
+		})
+	}
+}
+
+// The command starts with the open-file limit cordon was started with: the
+// Go runtime raises its own soft RLIMIT_NOFILE to the hard limit, and
+// syscall.ForkExec gave children the original back; cordon's own start path
+// (C) did not (a red team's: 1024 became the hard limit, which breaks
+// select(2)-based programs), nor had a session's.
+func TestIsolationCommandKeepsOpenFileLimit(t *testing.T) {
+	requireSeccompNotify(t)
+	var lim syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
+	if lim.Max < 1000 {
+		testcap.SkipOrFail(t, "the hard open-file limit (%d) leaves no room to lower the soft one", lim.Max)
+	}
+	// Children of this (Go) process start with the limit set here.
+	lowered := syscall.Rlimit{Cur: 777, Max: lim.Max}
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lowered))
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
+	tiers := []string{"bwrap", "landlock"}
+	for _, tier := range tiers {
+		t.Run(tier, func(t *testing.T) {
+			if tier == "landlock" {
+				requireLandlock(t)
+			} else {
+				testcap.RequireBwrap(t)
+			}
+			r := runCordon(t, runOpts{}, "--isolation", tier, "--", "sh", "-c", "ulimit -Sn")
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "777\n", r.stdout)
+		})
+	}
+	t.Run("session", func(t *testing.T) {
+		d := newDaemonEnv(t)
+		d.start()
+		work := t.TempDir()
+		r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "nofile")
+		require.Equal(t, 0, r.code, r.stderr)
+		r = d.cordonOpts(runOpts{dir: work}, "exec", "--session", "nofile", "-c", "ulimit -Sn")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "777\n", r.stdout)
+	})
+}
