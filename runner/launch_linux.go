@@ -265,6 +265,13 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 	}
 	var res Result
 	forwarded := false
+	// Signals that arrive before the init says the command exists are
+	// held: sent to the init's group then, they would reach the init
+	// alone, which survives them, and the command would run on as if
+	// nothing had been sent (a red team's: a SIGTERM in cordon's first
+	// milliseconds was lost about half the time).
+	started := false
+	var held []syscall.Signal
 	for {
 		select {
 		case m, ok := <-msgs:
@@ -276,6 +283,12 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 			}
 			switch m.Kind {
 			case msgStarted:
+				started = true
+				for _, s := range held {
+					l.log.Debug("forwarding signal held until the command started", "signal", s)
+					_ = unix.Kill(-initPgrp, s)
+				}
+				held = nil
 			case msgStopped:
 				if l.term != nil {
 					l.term.suspend(initPgrp)
@@ -298,6 +311,10 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 					continue
 				}
 				forwarded = true
+			}
+			if !started {
+				held = append(held, s)
+				continue
 			}
 			l.log.Debug("forwarding signal", "signal", s)
 			_ = unix.Kill(-initPgrp, s)
