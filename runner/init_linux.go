@@ -111,7 +111,7 @@ func InitMain() int {
 		_ = conn.send(initMsg{Kind: msgExecErr, Errno: int(errno), Path: cfg.Argv[0]})
 		return exitCodeForErrno(errno)
 	}
-	scope, err := scopeRuleset(cfg.Landlock)
+	scope, err := scopeRuleset(cfg.ScopeSignals)
 	if err != nil {
 		return setupErr(err)
 	}

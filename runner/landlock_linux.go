@@ -152,15 +152,15 @@ func applyLandlock(spec *landlockSpec) error {
 	return nil
 }
 
-// scopeRuleset returns, for the landlock tier (spec set) on a kernel with
-// Landlock ABI 6, a ruleset that handles no access right and scopes signals
-// only: the layer every command takes between fork and exec, so that it
-// cannot signal its init (see spawn_unsafe.go). -1 otherwise: the bubblewrap
-// tier needs none (the pid namespace ends with cordon), and below ABI 6
-// nothing can scope signals (the README states what that leaves open). The
-// descriptor is close-on-exec, as every Landlock ruleset.
-func scopeRuleset(spec *landlockSpec) (int, error) {
-	if spec == nil || isolation.LandlockABI() < 6 {
+// scopeRuleset returns, when scope is asked for (every tier but none) on a
+// kernel with Landlock ABI 6, a ruleset that handles no access right and
+// scopes signals only: the layer every command takes between fork and exec,
+// so that it cannot signal its init, a session's shim or bubblewrap's pid 1
+// (see spawn_unsafe.go). -1 otherwise: below ABI 6 nothing can scope
+// signals (the README states what that leaves open). The descriptor is
+// close-on-exec, as every Landlock ruleset.
+func scopeRuleset(scope bool) (int, error) {
+	if !scope || isolation.LandlockABI() < 6 {
 		return -1, nil
 	}
 	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{Scoped: llsys.ScopeSignal}, 0)

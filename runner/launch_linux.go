@@ -147,14 +147,21 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	// 0.3-0.5 ms of thread hand-offs, spent while the sandbox's layout is
 	// worked out; a signal before that ends cordon before any process of
 	// the sandbox exists.
+	// The signals that end a run have a channel of their own: nothing
+	// reads these until the sandbox has started, and signal.Notify drops
+	// what a full channel cannot take, so a burst of others (a terminal
+	// resized over and over) pushed a SIGTERM out (a red team's).
+	ends := make(chan os.Signal, 4)
 	sigs := make(chan os.Signal, 16)
 	subscribed := make(chan struct{})
 	go func() {
-		signal.Notify(sigs, forwardedSignals...)
+		signal.Notify(ends, endingSignals...)
+		signal.Notify(sigs, otherForwardedSignals...)
 		close(subscribed)
 	}()
 	defer func() {
 		<-subscribed
+		signal.Stop(ends)
 		signal.Stop(sigs)
 	}()
 	l.term = newTerminal(l.o.Stdin)
@@ -230,7 +237,7 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 			msgs <- m
 		}
 	})
-	res, err := l.wait(ctx, msgs, sigs)
+	res, err := l.wait(ctx, msgs, ends, sigs)
 	t0 := time.Now()
 	_ = sb.Close()
 	l.log.Debug("teardown", "took", time.Since(t0))
@@ -248,14 +255,17 @@ func envValue(env []string, key string) string {
 	return v
 }
 
-// forwardedSignals reach the command's process group. SIGINT, SIGTERM and
-// SIGHUP escalate to SIGKILL of the whole sandbox the second time. SIGURG is
-// never among them: the Go runtime uses it for preemption.
-var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT,
-	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+// endingSignals and otherForwardedSignals reach the command's process
+// group. The ending ones escalate to SIGKILL of the whole sandbox the
+// second time. SIGURG is never among them: the Go runtime uses it for
+// preemption.
+var (
+	endingSignals         = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP}
+	otherForwardedSignals = []os.Signal{unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+)
 
 // wait runs until the command exits, relaying signals and job control.
-func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.Signal) (Result, error) {
+func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, ends, sigs <-chan os.Signal) (Result, error) {
 	initPgrp := l.sb.initPid
 	var timeout, grace <-chan time.Time
 	if l.o.Timeout > 0 {
@@ -272,6 +282,16 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 	// milliseconds was lost about half the time).
 	started := false
 	var held []syscall.Signal
+	// forward sends s to the command's group, or holds it until the
+	// command exists.
+	forward := func(s syscall.Signal) {
+		if !started {
+			held = append(held, s)
+			return
+		}
+		l.log.Debug("forwarding signal", "signal", s)
+		_ = unix.Kill(-initPgrp, s)
+	}
 	for {
 		select {
 		case m, ok := <-msgs:
@@ -301,28 +321,25 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, sigs <-chan os.S
 			case msgExited:
 				return res.ended(unix.WaitStatus(m.Status)), nil
 			}
-		case sig := <-sigs:
+		case sig := <-ends:
 			s := sig.(syscall.Signal)
-			switch s {
-			case unix.SIGINT, unix.SIGTERM, unix.SIGHUP:
-				if forwarded {
-					l.log.Debug("second signal: killing the sandbox", "signal", s)
-					l.sb.kill()
-					continue
-				}
-				forwarded = true
-			}
-			if !started {
-				held = append(held, s)
+			if forwarded {
+				l.log.Debug("second signal: killing the sandbox", "signal", s)
+				l.sb.kill()
 				continue
 			}
-			l.log.Debug("forwarding signal", "signal", s)
-			_ = unix.Kill(-initPgrp, s)
+			forwarded = true
+			forward(s)
+		case sig := <-sigs:
+			forward(sig.(syscall.Signal))
 		case <-timeout:
 			res.TimedOut = true
 			l.log.Debug("timeout: sending SIGTERM", "after", l.o.Timeout)
-			_ = unix.Kill(-initPgrp, unix.SIGTERM)
-			_ = unix.Kill(-initPgrp, unix.SIGCONT)
+			// Held, like any signal, when the command does not exist
+			// yet (a timeout shorter than the start): the init alone
+			// would get it (a red team's).
+			forward(unix.SIGTERM)
+			forward(unix.SIGCONT)
 			g := time.NewTimer(l.o.KillGrace)
 			defer g.Stop()
 			grace = g.C

@@ -49,6 +49,10 @@ type configMsg struct {
 	// namespace's counter on lastPidFD (bubblewrap's tier: see
 	// lastpid_linux.go).
 	LastPid bool `json:"last_pid,omitempty"`
+	// ScopeSignals asks the init to start every command in a Landlock
+	// layer that scopes signals only (every tier but none, from Landlock
+	// ABI 6: see scopeRuleset).
+	ScopeSignals bool `json:"scope_signals,omitempty"`
 }
 
 // wireConfig is configMsg as it travels: JSON strings would replace bytes
@@ -65,6 +69,7 @@ type wireConfig struct {
 	NetListen bool          `json:"net_listen,omitempty"`
 	LastPid   bool          `json:"last_pid,omitempty"`
 	Landlock  *wireLandlock `json:"landlock,omitempty"`
+	Scope     bool          `json:"scope_signals,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -85,7 +90,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, LastPid: c.LastPid, Landlock: c.Landlock.wire()})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, LastPid: c.LastPid, Landlock: c.Landlock.wire(), Scope: c.ScopeSignals})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -94,7 +99,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, LastPid: w.LastPid, Landlock: w.Landlock.spec()}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, LastPid: w.LastPid, Landlock: w.Landlock.spec(), ScopeSignals: w.Scope}
 	return nil
 }
 

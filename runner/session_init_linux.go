@@ -22,7 +22,7 @@ import (
 // The init stays the namespace's subreaper for whatever escapes a shim (a
 // shim that was killed leaves its tree to the init) and reaps it.
 func sessionMain(conn *frameConn, cfg configMsg, stderrFd int, handled <-chan struct{}) int {
-	scope, err := scopeRuleset(cfg.Landlock)
+	scope, err := scopeRuleset(cfg.ScopeSignals)
 	if err != nil {
 		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
 		return 125

@@ -259,9 +259,26 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	}
 	cfg := sp.config
 	bare := sp.isolation != IsolationBwrap
+	if sp.isolation == IsolationNone {
+		// The workload runs as this process's user with the host's /proc
+		// and no Landlock scope: while this process is dumpable it could
+		// open /proc/SELF/mem and rewrite the supervisor (a red team's;
+		// pidfd_getfd, which took the notify listener, is refused by the
+		// filter). Non-dumpable, only CAP_SYS_PTRACE reaches it. For the
+		// daemon this covers its other sessions too, whatever their tier.
+		// Set before any command starts, never cleared: a later none-tier
+		// sandbox of the same process needs it again.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			return nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+		}
+	}
 	// Without a pid namespace nothing but the init kills what the command
 	// leaves behind.
 	cfg.Reap = bare
+	// The command must not signal cordon's own processes in the sandbox
+	// (the init, a shim, bubblewrap's pid 1): a stopped shim never reports
+	// its process's exit. --isolation none has no such promise to keep.
+	cfg.ScopeSignals = sp.isolation != IsolationNone
 	if bare && (sp.sup.Verify == "" || sp.sup.Verify == supervisor.VerifyAuto) {
 		// Without bubblewrap the command shares the host's mount namespace
 		// and /proc: strict mode's proof (read-only mounts nobody can

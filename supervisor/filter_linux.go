@@ -33,7 +33,8 @@ var ErrListenerBusy = errors.New("a seccomp notify listener already exists for t
 //   - ioctl TIOCSTI and TIOCLINUX (compared on the low 32 bits, which is all
 //     the kernel reads of the command): EPERM, so a sandboxed program cannot
 //     push keystrokes into the user's terminal;
-//   - io_uring, userfaultfd, process_vm_writev and ptrace: refused (see below);
+//   - io_uring, userfaultfd, process_vm_writev, pidfd_getfd and ptrace:
+//     refused (see below);
 //   - prlimit64 on any process but the caller: EPERM;
 //   - clone with CLONE_VM outside threads and plain vfork, with CLONE_FS or
 //     CLONE_FILES outside threads, and clone3: refused;
@@ -239,6 +240,11 @@ func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
 	//     argv on a page fault it controls;
 	//   - process_vm_writev: rewrites another process's memory (its argv
 	//     while it waits for a decision) without ptrace;
+	//   - pidfd_getfd: copies another process's descriptor (a red team's:
+	//     with --isolation none, the supervisor's notify listener from
+	//     cordon itself, then every exec approved; in the bwrap tier, the
+	//     eventfd of bubblewrap's pid 1, which ended the run with an exit
+	//     code of the workload's choosing);
 	//   - ptrace: see below.
 	for _, rule := range []struct {
 		name  string
@@ -259,6 +265,7 @@ func compileFilter(opts filterOpt, goarch string) ([]byte, error) {
 		// the sandbox; run them outside.
 		{"ptrace", unix.EPERM},
 		{"process_vm_writev", unix.EPERM},
+		{"pidfd_getfd", unix.EPERM},
 	} {
 		sc, err := seccomp.GetSyscallFromName(rule.name)
 		if err != nil {

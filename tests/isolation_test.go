@@ -934,38 +934,50 @@ wait
 kill -0 $$ && echo self=ok
 `
 
-// In the landlock tier a command cannot signal its init (nor, in a
-// session, its shim): it runs in a Landlock domain nested under the init's
-// (a layer that only scopes signals, added between fork and exec), so the
-// init may signal it and it may not signal the init. Before, it shared the
-// init thread's domain: it could stop the init, and cordon then killed from
-// outside left its processes running (ENOSYS on every exec), or kill it.
-// Its own processes and itself it still signals.
+// A command cannot signal its init (nor, in a session, its shim, nor
+// bubblewrap's pid 1): it runs in a Landlock domain that scopes signals only
+// (Landlock ABI 6, a layer added between fork and exec), nested under the
+// init's, so the init may signal it and it may not signal the init. Before,
+// in the landlock tier it shared the init thread's domain: it could stop the
+// init, and cordon then killed from outside left its processes running
+// (ENOSYS on every exec), or kill it; in either tier a session process that
+// stopped its shim (SIGSTOP, which the shim cannot block) hung `cordon exec`
+// for ever (red teams'). Its own processes and itself it still signals.
 func TestIsolationLandlockCommandCannotSignalItsInit(t *testing.T) {
-	requireLandlockScope(t)
 	want := []string{"parent=refused", "parent_stop=refused", "grandchild=refused", "own_job=ok", "self=ok"}
-	t.Run("one-shot", func(t *testing.T) {
-		r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--isolation", "landlock", "--",
-			"sh", "-c", `sh -c "$0" _ "$PPID"`, scopeProbe)
+	for _, tier := range []string{"landlock", "bwrap"} {
+		t.Run(tier+"/one-shot", func(t *testing.T) {
+			requireLandlockScope(t)
+			r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--isolation", tier, "--",
+				"sh", "-c", `sh -c "$0" _ "$PPID"`, scopeProbe)
+			require.Equal(t, 0, r.code, r.stderr)
+			for _, w := range want {
+				assert.Contains(t, r.stdout, w)
+			}
+			assert.NotContains(t, r.stderr, "init was stopped")
+		})
+		t.Run(tier+"/session", func(t *testing.T) {
+			requireLandlockScope(t)
+			d := newDaemonEnv(t)
+			d.start()
+			work := t.TempDir()
+			r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "scope", "--isolation", tier)
+			require.Equal(t, 0, r.code, r.stderr)
+			script := filepath.Join(work, "probe.sh")
+			require.NoError(t, os.WriteFile(script, []byte(scopeProbe), 0o644))
+			r = d.cordonOpts(runOpts{dir: work, timeout: 20 * time.Second}, "exec", "--session", "scope", "-c", `sh ./probe.sh "$PPID"`)
+			require.Equal(t, 0, r.code, r.stderr)
+			for _, w := range want {
+				assert.Contains(t, r.stdout, w)
+			}
+		})
+	}
+	t.Run("bwrap/pid 1", func(t *testing.T) {
+		requireLandlockScope(t)
+		r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--isolation", "bwrap", "--",
+			"sh", "-c", `kill -0 1 2>/dev/null && echo pid1=ok || echo pid1=refused`)
 		require.Equal(t, 0, r.code, r.stderr)
-		for _, w := range want {
-			assert.Contains(t, r.stdout, w)
-		}
-		assert.NotContains(t, r.stderr, "init was stopped")
-	})
-	t.Run("session", func(t *testing.T) {
-		d := newDaemonEnv(t)
-		d.start()
-		work := t.TempDir()
-		r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "scope", "--isolation", "landlock")
-		require.Equal(t, 0, r.code, r.stderr)
-		script := filepath.Join(work, "probe.sh")
-		require.NoError(t, os.WriteFile(script, []byte(scopeProbe), 0o644))
-		r = d.cordonOpts(runOpts{dir: work, timeout: 20 * time.Second}, "exec", "--session", "scope", "-c", `sh ./probe.sh "$PPID"`)
-		require.Equal(t, 0, r.code, r.stderr)
-		for _, w := range want {
-			assert.Contains(t, r.stdout, w)
-		}
+		assert.Equal(t, "pid1=refused\n", r.stdout)
 	})
 }
 
@@ -975,7 +987,8 @@ func TestIsolationLandlockCommandCannotSignalItsInit(t *testing.T) {
 // /proc/INIT (and in --isolation none forges the command's exit status). A
 // red team's: the command's clone shared the init's memory, and
 // dumpability is the memory's, so the init stayed dumpable for the whole
-// run. Its /proc entries are then the user's instead of root's.
+// run. Its /proc entries are then the user's instead of root's. With
+// --isolation none the same holds for cordon itself.
 func TestIsolationBareInitStaysNonDumpable(t *testing.T) {
 	for _, tier := range []string{"landlock", "none"} {
 		t.Run(tier, func(t *testing.T) {
@@ -990,9 +1003,18 @@ func TestIsolationBareInitStaysNonDumpable(t *testing.T) {
 					filepath.Join(filepath.Dir(work), "cordon")}
 			}
 			argv = append(argv, "--isolation", tier, "--", "sh", "-c",
-				`stat -c 'owner=%u' /proc/$PPID/fd; ls /proc/$PPID/fd >/dev/null 2>&1 && echo fds=listed || echo fds=refused; id -u`)
+				`stat -c 'owner=%u' /proc/$PPID/fd; ls /proc/$PPID/fd >/dev/null 2>&1 && echo fds=listed || echo fds=refused
+h=$(awk '{print $4}' /proc/$PPID/stat); stat -c 'host_owner=%u' /proc/$h/fd
+(exec 3<>/proc/$h/mem) 2>/dev/null && echo host_mem=open || echo host_mem=refused; id -u`)
 			r := runCordonVia(t, runOpts{dir: proj, env: homeEnv(work)}, argv...)
 			require.Equal(t, 0, r.code, r.stderr)
+			if tier == "none" {
+				// Nothing scopes the command: cordon itself (the
+				// supervisor) is non-dumpable, or the command rewrote it
+				// through /proc/CORDON/mem (a red team's).
+				assert.Contains(t, r.stdout, "host_owner=0\n")
+				assert.Contains(t, r.stdout, "host_mem=refused")
+			}
 			uid := strings.TrimSpace(r.stdout[strings.LastIndex(strings.TrimSpace(r.stdout), "\n")+1:])
 			require.NotEqual(t, "0", uid, "the premise: cordon runs as a normal user")
 			assert.Contains(t, r.stdout, "owner=0\n", "the init's /proc entries are root's (non-dumpable)")

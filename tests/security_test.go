@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/internal/isolation"
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -89,23 +90,32 @@ func TestDoctorOnThisHost(t *testing.T) {
 // cannot handle, sent by a process of the sandbox, which runs as the
 // init's user) no longer holds the run open for ever: the init reports
 // nothing while stopped, and cordon waited for the command's exit without
-// end (a red team's; in every tier). cordon continues it and says so. Run
-// again in the landlock tier by make test (TestSecurity), where from
-// Landlock ABI 6 the stop itself is refused (the command's scope layer:
-// TestIsolationLandlockCommandCannotSignalItsInit): the run then ends
-// with no warning.
+// end (a red team's; in every tier). cordon continues it and says so. From
+// Landlock ABI 6 the stop itself is refused in every tier but none (the
+// command's scope layer: TestIsolationLandlockCommandCannotSignalItsInit),
+// so the continuing is tried with --isolation none, and the refusal in the
+// suite's tier (run again in the landlock tier by make test).
 func TestSecurityStoppedInitIsContinued(t *testing.T) {
 	requireSeccompNotify(t)
-	r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--", "sh", "-c",
-		`kill -STOP $PPID 2>/dev/null && echo stopped || echo refused; echo after-stop`)
-	assert.Equal(t, 0, r.code, r.stderr)
-	if os.Getenv(tierEnv) == "landlock" && isolation.LandlockABI() >= 6 {
-		assert.Equal(t, "refused\nafter-stop\n", r.stdout)
-		assert.NotContains(t, r.stderr, "init was stopped")
-		return
-	}
-	assert.Equal(t, "stopped\nafter-stop\n", r.stdout)
-	assert.Contains(t, r.stderr, "cordon: warning: cordon's init was stopped (SIGSTOP): continued")
+	const script = `kill -STOP $PPID 2>/dev/null && echo stopped || echo refused; echo after-stop`
+	t.Run("none", func(t *testing.T) {
+		requireTool(t, "python3")
+		r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--isolation", "none", "--", "sh", "-c", script)
+		assert.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "stopped\nafter-stop\n", r.stdout)
+		assert.Contains(t, r.stderr, "cordon: warning: cordon's init was stopped (SIGSTOP): continued")
+	})
+	t.Run("suite's tier", func(t *testing.T) {
+		r := runCordon(t, runOpts{timeout: 20 * time.Second}, "--", "sh", "-c", script)
+		assert.Equal(t, 0, r.code, r.stderr)
+		if isolation.LandlockABI() >= 6 {
+			assert.Equal(t, "refused\nafter-stop\n", r.stdout)
+			assert.NotContains(t, r.stderr, "init was stopped")
+			return
+		}
+		assert.Equal(t, "stopped\nafter-stop\n", r.stdout)
+		assert.Contains(t, r.stderr, "cordon: warning: cordon's init was stopped (SIGSTOP): continued")
+	})
 }
 
 // A process of the sandbox cannot change another process's resource limits
@@ -139,4 +149,55 @@ print("self=%s" % (resource.getrlimit(resource.RLIMIT_NOFILE)[0] == soft - 1))
 	assert.Contains(t, r.stdout, "above=EPERM")
 	assert.Contains(t, r.stdout, "own_pid=EPERM", "only pid 0 names the caller to the filter")
 	assert.Contains(t, r.stdout, "self=True")
+}
+
+// pidfdGetfdProbe tries pidfd_getfd (438 on x86-64) on descriptors 0-63 of
+// the process named by argv[1] and prints stolen=N or refused=ERRNO.
+const pidfdGetfdProbe = `
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pid = int(sys.argv[1])
+pidfd = os.pidfd_open(pid)
+res = "refused=none-open"
+for fd in range(64):
+    got = libc.syscall(438, pidfd, fd, 0)
+    if got >= 0:
+        res = "stolen=%d" % fd
+        break
+    e = ctypes.get_errno()
+    if e != errno.EBADF:
+        res = "refused=" + errno.errorcode[e]
+        break
+print(res)
+`
+
+// No process of the sandbox can copy another process's descriptors
+// (pidfd_getfd is refused in every tier): a red team took, with
+// --isolation none, the supervisor's notify listener from cordon itself and
+// approved its own execs, and in the bubblewrap tier the eventfd of
+// bubblewrap's pid 1, whose write ended the run with an exit code of its
+// choosing.
+func TestSecurityNoDescriptorCopies(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "python3")
+	for _, tc := range []struct{ name, target string }{
+		{"suite's tier, the init", "$PPID"},
+		{"bwrap, pid 1", "1"},
+		{"none, cordon", "$(awk '{print $4}' /proc/$PPID/stat)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{}
+			switch {
+			case strings.HasPrefix(tc.name, "bwrap"):
+				testcap.RequireBwrap(t)
+				args = append(args, "--isolation", "bwrap")
+			case strings.HasPrefix(tc.name, "none"):
+				args = append(args, "--isolation", "none")
+			}
+			args = append(args, "--", "sh", "-c", `python3 -c "$0" `+tc.target, pidfdGetfdProbe)
+			r := runCordon(t, runOpts{timeout: 20 * time.Second}, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "refused=EPERM\n", r.stdout)
+		})
+	}
 }

@@ -201,3 +201,14 @@ func TestSignalDuringStartUpIsNotLost(t *testing.T) {
 	}
 	requireNoLeftovers(t)
 }
+
+// A --timeout that runs out before the command exists still sends it
+// SIGTERM (held until it exists), instead of the init alone, which survives
+// it: the command then ran until the kill grace ended it (a red team's).
+func TestSignalTimeoutBeforeStartTerminates(t *testing.T) {
+	requireSeccompNotify(t)
+	r := runCordon(t, runOpts{timeout: 40 * time.Second}, "--timeout", "1ns", "--kill-grace", "30s", "--",
+		"sh", "-c", `sleep 10; echo survived`)
+	assert.Equal(t, 124, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "survived", "the command ran on after the timeout")
+}
