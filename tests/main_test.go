@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +135,22 @@ func withTier(argv []string) []string {
 // runCordon runs cordon.
 func runCordonVia(t *testing.T, o runOpts, argv ...string) result {
 	t.Helper()
+	r, report := runCordonRaw(t, o, argv...)
+	if report != "" {
+		t.Fatalf("%q did not finish within %v\nstdout: %s\nstderr: %s\nwhere its processes waited:\n%s",
+			argv, o.timeout, r.stdout, r.stderr, report)
+	}
+	return r
+}
+
+// runCordonRaw is runCordonVia without the verdict on a timeout: report is
+// empty when the run finished in time, and otherwise says where every
+// process of the run's tree waited when the time ran out (timeoutReport).
+// Such a run is then sent SIGABRT, on which the Go runtime prints every
+// goroutine to its stderr (cordon forwards SIGQUIT to its command instead),
+// and SIGKILL runWaitDelay later.
+func runCordonRaw(t *testing.T, o runOpts, argv ...string) (r result, report string) {
+	t.Helper()
 	argv = withTier(argv)
 	if o.timeout == 0 {
 		o.timeout = 30 * time.Second
@@ -149,11 +166,25 @@ func runCordonVia(t *testing.T, o runOpts, argv ...string) result {
 	cmd.Stdin = strings.NewReader(o.stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Cancel = func() error {
+		// Read before the signal changes anything; Wait returns only
+		// after Cancel did, so report is safe to read then.
+		report = timeoutReport(cmd.Process.Pid)
+		p := cmd.Process
+		time.AfterFunc(runWaitDelay, func() { _ = p.Kill() })
+		return p.Signal(syscall.SIGABRT)
+	}
+	// Bounds the wait for the output pipes after cordon exits (a process
+	// left holding them), which was unbounded.
+	cmd.WaitDelay = o.timeout
 	start := time.Now()
 	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	r = result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("%q did not finish within %v\nstdout: %s\nstderr: %s", argv, o.timeout, r.stdout, r.stderr)
+		if report == "" {
+			report = "(the run ended as its time ran out: nothing to report)"
+		}
+		return r, report
 	}
 	var ee *exec.ExitError
 	switch {
@@ -163,8 +194,12 @@ func runCordonVia(t *testing.T, o runOpts, argv ...string) result {
 	default:
 		require.NoError(t, err)
 	}
-	return r
+	return r, ""
 }
+
+// runWaitDelay is how long a run that timed out has to print its goroutines
+// and exit after SIGABRT before it is killed.
+const runWaitDelay = 10 * time.Second
 
 // writeScript writes an executable shell script into dir.
 func writeScript(t *testing.T, dir, name, body string) string {
