@@ -143,11 +143,32 @@ static void shim_send(int fd, int32_t kind, int32_t pid, int32_t stage, int32_t 
 		;
 }
 
-static void leader_fail(int errfd, int32_t stage, int32_t err) {
+// The outcome of a child's start travels on a close-on-exec pipe: EOF when
+// execve succeeded, else {stage, errno} (fail_start, then _exit).
+static void fail_start(int fd, int32_t stage, int32_t err) {
 	int32_t r[2] = {stage, err};
-	while (write(errfd, r, sizeof r) < 0 && errno == EINTR)
+	while (write(fd, r, sizeof r) < 0 && errno == EINTR)
 		;
 	_exit(127);
+}
+
+// read_start reads that outcome into r and returns how many bytes came
+// (0: the child exec'd; sizeof(int32_t[2]): it failed).
+static size_t read_start(int fd, int32_t r[2]) {
+	size_t got = 0;
+	while (got < 2 * sizeof(int32_t)) {
+		ssize_t k = read(fd, (char *)r + got, 2 * sizeof(int32_t) - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	return got;
+}
+
+static void leader_fail(int errfd, int32_t stage, int32_t err) {
+	fail_start(errfd, stage, err);
 }
 
 static void leader(const struct cordon_spawn *s, int report, int errfd, int scope) __attribute__((noreturn));
@@ -275,15 +296,7 @@ static void shim(const struct cordon_spawn *s) {
 	close(lfd);
 
 	int32_t res[2] = {0, 0};
-	size_t got = 0;
-	while (got < sizeof res) {
-		ssize_t k = read(ep[0], (char *)res + got, sizeof res - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
+	size_t got = read_start(ep[0], res);
 	close(ep[0]);
 	if (got == sizeof res)
 		shim_send(rep, SHIM_EXEC, pid, res[0], res[1], 0, -1);
@@ -337,10 +350,7 @@ struct cordon_exec {
 };
 
 static void exec_fail(const struct cordon_exec *e, int32_t stage) {
-	int32_t r[2] = {stage, errno};
-	while (write(e->report, r, sizeof r) < 0 && errno == EINTR)
-		;
-	_exit(127);
+	fail_start(e->report, stage, errno);
 }
 
 static int exec_child(void *arg) {
@@ -437,15 +447,7 @@ static int cordon_exec(struct cordon_exec *e) {
 		return -1;
 	}
 	int32_t r[2];
-	size_t got = 0;
-	while (got < sizeof r) {
-		ssize_t k = read(p[0], (char *)r + got, sizeof r - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
+	size_t got = read_start(p[0], r);
 	close(p[0]);
 	if (got == 0)
 		return pid; // EOF: the child exec'd
