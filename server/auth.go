@@ -54,6 +54,7 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
 		case p.foreign != nil:
 			s.o.Logger.Warn("refused a connection from another namespace", "pid", p.pid, "err", p.foreign)
 			writeError(w, http.StatusForbidden, api.CodeForbidden, "refused: "+p.foreign.Error()+"; run cordon from the host, outside any sandbox")
+			return false
 		case p.sandboxed:
 			s.o.Logger.Warn("refused a connection from inside a cordon sandbox", "pid", p.pid)
 			writeError(w, http.StatusForbidden, api.CodeForbidden, "processes inside a cordon sandbox may not use the daemon")

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -160,4 +162,49 @@ func TestIDs(t *testing.T) {
 		status, _ := classify(err)
 		assert.Equal(t, 404, status, "%q", bad)
 	}
+}
+
+// Every peer the access rules refuse gets the refusal alone: the request's
+// handler never runs. A red team's: a peer in another namespace, or one
+// whose namespaces could not be read because it had exited (a sandbox
+// process that connected, then exited before the daemon accepted, leaving
+// the socket to its parent), got the 403 and then the handler's own
+// response, so a process inside a landlock-tier sandbox ran a denied command
+// outside any sandbox through POST /v1/exec. Each refused peer here reaches
+// a handler that would answer 200.
+func TestRefusedPeersNeverReachTheHandler(t *testing.T) {
+	uid := os.Geteuid()
+	s := New(Options{Service: stubService{}, Transport: api.TransportUnix, UID: uid})
+	for _, tc := range []struct {
+		name string
+		p    peer
+	}{
+		{"credentials unreadable", peer{uid: -1, err: errors.New("getsockopt failed")}},
+		{"another user", peer{uid: uid + 4242}},
+		{"another namespace, or gone before its namespaces were read", peer{uid: uid, foreign: errors.New("reading the mnt namespace of the client (pid 1234): no such file or directory")}},
+		{"inside a sandbox", peer{uid: uid, sandboxed: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", api.PathHealth, nil)
+			req.Host = "localhost"
+			req = req.WithContext(context.WithValue(req.Context(), peerKey{}, tc.p))
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, req)
+			assert.Equal(t, http.StatusForbidden, rec.Code)
+			var e api.Error
+			require.NoError(t, json.NewDecoder(bytes.NewReader(rec.Body.Bytes())).Decode(&e), rec.Body.String())
+			assert.Equal(t, api.CodeForbidden, e.Code)
+			dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+			var first, second json.RawMessage
+			require.NoError(t, dec.Decode(&first))
+			assert.Error(t, dec.Decode(&second), "a second body after the refusal: the handler ran: %s", rec.Body.String())
+		})
+	}
+	// The control: the same request from an accepted peer is answered.
+	req := httptest.NewRequest("GET", api.PathHealth, nil)
+	req.Host = "localhost"
+	req = req.WithContext(context.WithValue(req.Context(), peerKey{}, peer{uid: uid}))
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 }

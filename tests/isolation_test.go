@@ -425,6 +425,53 @@ func TestIsolationLandlockCannotUseDaemon(t *testing.T) {
 	assert.NotEqual(t, 0, r.code)
 }
 
+// daemonRace connects to the daemon's socket (argv[1]) from a child that
+// exits at once, then sends GET /v1/sessions from the parent on that socket,
+// 50 times: when the daemon accepts, the process it identifies is gone.
+// It prints answered=N, the replies that held more than the refusal.
+const daemonRace = `
+import os, socket, sys
+req = b"GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+answered = 0
+for i in range(50):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        s.connect(sys.argv[1])
+        os._exit(0)
+    os.waitpid(pid, 0)
+    try:
+        s.sendall(req)
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except OSError:
+        out = b""
+    s.close()
+    if out.count(b"HTTP/1.1 ") > 1 or (b"forbidden" not in out and b" 200 " in out) or out.count(b"}") > 1:
+        answered += 1
+print("answered=%d" % answered)
+`
+
+// A process of a landlock-tier sandbox that connects to the daemon from a
+// child which exits before the daemon accepts is refused like any other
+// (a red team's: the namespace check failed, the peer was refused with a
+// 403, and the handler then ran anyway, a missing return; a denied command
+// ran outside any sandbox through POST /v1/exec in about half the tries).
+func TestIsolationLandlockDaemonRefusesVanishedPeer(t *testing.T) {
+	requireLandlock(t)
+	d := newDaemonEnv(t)
+	disc := d.start()
+	work := t.TempDir()
+	r := d.cordonOpts(runOpts{dir: work, timeout: 60 * time.Second}, "--isolation", "landlock", "--",
+		"python3", "-c", daemonRace, disc.Socket)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "answered=0\n", r.stdout)
+}
+
 // A writable set that holds cordon's trust store (running from the home
 // directory) is refused in the landlock tier: Landlock cannot keep the
 // store read-only, and the store decides the next run's policy.
