@@ -127,8 +127,8 @@ func InitMain() int {
 	// Without bubblewrap's user namespace, a supervisor run by a normal
 	// user has no CAP_SYS_PTRACE over the command: it can verify the first
 	// exec only if the child is dumpable (Reap: the bare tiers), which the
-	// child makes itself, the init staying non-dumpable. In the landlock
-	// tier the child also takes the scope layer (see spawn_unsafe.go).
+	// child makes itself, the init staying non-dumpable. In every tier but
+	// none the child also takes the scope layer (see spawn_unsafe.go).
 	pid, err := cExec(&execSpec{path: path, argv: cfg.Argv, env: cfg.Env, dir: cfg.Dir,
 		fds: [3]int{0, 1, stderrFd}, dumpable: cfg.Reap, scope: scope})
 	if scope >= 0 {

@@ -305,8 +305,7 @@ func (l *launch) wait(ctx context.Context, msgs <-chan initMsg, ends, sigs <-cha
 			case msgStarted:
 				started = true
 				for _, s := range held {
-					l.log.Debug("forwarding signal held until the command started", "signal", s)
-					_ = unix.Kill(-initPgrp, s)
+					forward(s)
 				}
 				held = nil
 			case msgStopped:

@@ -59,17 +59,17 @@ type configMsg struct {
 // that are not UTF-8 (a file name in Latin-1, an odd environment value), so
 // argv, env and the directory travel as bytes (base64 in JSON).
 type wireConfig struct {
-	Argv      [][]byte      `json:"argv"`
-	Env       [][]byte      `json:"env"`
-	Dir       []byte        `json:"dir"`
-	Filter    []byte        `json:"filter"`
-	Fallback  []byte        `json:"fallback"`
-	Reap      bool          `json:"reap"`
-	Session   bool          `json:"session,omitempty"`
-	NetListen bool          `json:"net_listen,omitempty"`
-	LastPid   bool          `json:"last_pid,omitempty"`
-	Landlock  *wireLandlock `json:"landlock,omitempty"`
-	Scope     bool          `json:"scope_signals,omitempty"`
+	Argv         [][]byte      `json:"argv"`
+	Env          [][]byte      `json:"env"`
+	Dir          []byte        `json:"dir"`
+	Filter       []byte        `json:"filter"`
+	Fallback     []byte        `json:"fallback"`
+	Reap         bool          `json:"reap"`
+	Session      bool          `json:"session,omitempty"`
+	NetListen    bool          `json:"net_listen,omitempty"`
+	LastPid      bool          `json:"last_pid,omitempty"`
+	Landlock     *wireLandlock `json:"landlock,omitempty"`
+	ScopeSignals bool          `json:"scope_signals,omitempty"`
 }
 
 func toBytes(ss []string) [][]byte {
@@ -90,7 +90,7 @@ func fromBytes(bs [][]byte) []string {
 
 // MarshalJSON keeps every byte of argv, env and dir.
 func (c configMsg) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, LastPid: c.LastPid, Landlock: c.Landlock.wire(), Scope: c.ScopeSignals})
+	return json.Marshal(wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Dir: []byte(c.Dir), Filter: c.Filter, Fallback: c.Fallback, Reap: c.Reap, Session: c.Session, NetListen: c.NetListen, LastPid: c.LastPid, Landlock: c.Landlock.wire(), ScopeSignals: c.ScopeSignals})
 }
 
 // UnmarshalJSON is the inverse of MarshalJSON.
@@ -99,7 +99,7 @@ func (c *configMsg) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, LastPid: w.LastPid, Landlock: w.Landlock.spec(), ScopeSignals: w.Scope}
+	*c = configMsg{Argv: fromBytes(w.Argv), Env: fromBytes(w.Env), Dir: string(w.Dir), Filter: w.Filter, Fallback: w.Fallback, Reap: w.Reap, Session: w.Session, NetListen: w.NetListen, LastPid: w.LastPid, Landlock: w.Landlock.spec(), ScopeSignals: w.ScopeSignals}
 	return nil
 }
 

@@ -347,9 +347,10 @@ const initWatchEvery = 250 * time.Millisecond
 // keepInitRunning continues the init whenever it is found stopped, until the
 // sandbox ends; it owns fd, a pidfd of the init. The init handles every
 // job-control signal (surviveSignals), so only SIGSTOP stops it, and only
-// a process of the sandbox sends that (the command runs as the init's user,
-// and in the bare tiers in its Landlock domain): a stopped init reports
-// nothing, and the run would wait for the command's exit forever.
+// a process of the sandbox sends that (the command runs as the init's user;
+// from Landlock ABI 6 its scope layer refuses it, except with --isolation
+// none): a stopped init reports nothing, and the run would wait for the
+// command's exit forever.
 func (s *Sandbox) keepInitRunning(fd int) {
 	defer unix.Close(fd)
 	t := time.NewTicker(initWatchEvery)

@@ -29,17 +29,18 @@ package runner
 // succeeded), the leader's wait status; it exits when it has no child left.
 //
 // A one-shot run's command is started by cordon_exec: no shim (the init
-// reaps it), a vfork-style clone that shares the init's memory until the
-// child's execve, and the same steps in the child. It is C, not
-// syscall.ForkExec, for the one step Go offers no hook for (and the
-// dumpable flag, set in the child rather than around the fork in the init).
+// reaps it), a clone whose parent waits for the child's execve (CLONE_VFORK),
+// sharing the init's memory except in the bare tiers (see cordon_exec). It is
+// C, not syscall.ForkExec, for the one step Go offers no hook for. The leader
+// and the one-shot command end alike (exec_prepared): working directory,
+// open-file limit, dumpable flag, scope layer, signal mask, execve.
 //
-// That step is the scope layer of the landlock tier: a Landlock ruleset
-// that handles no access and scopes signals only, applied in the child
-// right before execve. The command's domain is then nested under the
+// The scope layer (every tier but none, Landlock ABI 6+) is a Landlock
+// ruleset that handles no access and scopes signals only, applied in the
+// child right before execve. The command's domain is then nested under the
 // forking init thread's: the init may signal the command, and the command
-// (and everything it starts) may not signal the init, nor a session's
-// shim: it cannot stop the process that ends its tree when cordon dies.
+// (and everything it starts) may not signal the init, a session's shim or
+// bubblewrap's pid 1: it cannot stop the process that ends its tree.
 
 /*
 #define _GNU_SOURCE
@@ -145,6 +146,7 @@ static void shim_send(int fd, int32_t kind, int32_t pid, int32_t stage, int32_t 
 
 // The outcome of a child's start travels on a close-on-exec pipe: EOF when
 // execve succeeded, else {stage, errno} (fail_start, then _exit).
+static void fail_start(int fd, int32_t stage, int32_t err) __attribute__((noreturn));
 static void fail_start(int fd, int32_t stage, int32_t err) {
 	int32_t r[2] = {stage, err};
 	while (write(fd, r, sizeof r) < 0 && errno == EINTR)
@@ -167,8 +169,27 @@ static size_t read_start(int fd, int32_t r[2]) {
 	return got;
 }
 
-static void leader_fail(int errfd, int32_t stage, int32_t err) {
-	fail_start(errfd, stage, err);
+// exec_prepared is how a started process ends, the leader and the one-shot
+// command alike: it changes to dir (if any), gives back the open-file limit,
+// makes itself dumpable (the bare tiers, for the supervisor's ptrace; on
+// memory of its own, see cordon_exec), takes the scope layer (scope >= 0),
+// sets the signal mask and execs. A failure goes to report (fail_start).
+static void exec_prepared(const char *dir, int dumpable, int scope, const sigset_t *mask,
+                          const char *path, char *const *argv, char *const *envp, int report) __attribute__((noreturn));
+static void exec_prepared(const char *dir, int dumpable, int scope, const sigset_t *mask,
+                          const char *path, char *const *argv, char *const *envp, int report) {
+	if (dir != NULL && dir[0] != '\0' && chdir(dir) < 0)
+		fail_start(report, STAGE_CHDIR, errno);
+	restore_nofile();
+	if (dumpable)
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	// Last: nothing before the exec needs to signal cordon's processes.
+	// The ruleset is close-on-exec.
+	if (scope >= 0 && syscall(SYS_landlock_restrict_self, scope, 0) < 0)
+		fail_start(report, STAGE_SCOPE, errno);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	execve(path, argv, envp);
+	fail_start(report, STAGE_EXEC, errno);
 }
 
 static void leader(const struct cordon_spawn *s, int report, int errfd, int scope) __attribute__((noreturn));
@@ -178,26 +199,14 @@ static void leader(const struct cordon_spawn *s, int report, int errfd, int scop
 	// job-control shell inside reaches the process's own group, never the
 	// shim's or the init's.
 	setsid();
-	if (s->dir != NULL && s->dir[0] != '\0' && chdir(s->dir) < 0)
-		leader_fail(errfd, STAGE_CHDIR, errno);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 	// Without bubblewrap's user namespace a supervisor run by a normal
 	// user has no CAP_SYS_PTRACE over the process: it can attach to
-	// verify this exec only if the leader is dumpable. The init's
-	// non-dumpable state guards its descriptors; the leader holds none of
-	// them (the shim closed them) but errfd, a pipe to its shim.
-	restore_nofile();
-	if (s->dumpable)
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	// The scope layer (see the top of this file), last: nothing the leader
-	// does needs to signal the shim. The ruleset is close-on-exec.
-	if (scope >= 0 && syscall(SYS_landlock_restrict_self, scope, 0) < 0)
-		leader_fail(errfd, STAGE_SCOPE, errno);
-	execve(s->path, s->argv, s->envp);
-	leader_fail(errfd, STAGE_EXEC, errno);
-	_exit(127);
+	// verify this exec only if the leader is dumpable. The leader holds
+	// none of the init's descriptors (the shim closed them) but errfd, a
+	// pipe to its shim. Every signal unblocked for the program.
+	sigset_t none;
+	sigemptyset(&none);
+	exec_prepared(s->dir, s->dumpable, scope, &none, s->path, s->argv, s->envp, errfd);
 }
 
 static int is_dst(const struct cordon_spawn *s, int fd) {
@@ -349,10 +358,6 @@ struct cordon_exec {
 	int stage, err;    // set by cordon_exec on failure
 };
 
-static void exec_fail(const struct cordon_exec *e, int32_t stage) {
-	fail_start(e->report, stage, errno);
-}
-
 static int exec_child(void *arg) {
 	const struct cordon_exec *e = arg;
 	// A copy of one thread of a Go process, possibly sharing its memory:
@@ -373,24 +378,12 @@ static int exec_child(void *arg) {
 	for (int i = 0; i < 3; i++) {
 		if (e->fds[i] == i) {
 			if (fcntl(i, F_SETFD, 0) < 0)
-				exec_fail(e, STAGE_SPAWN);
+				fail_start(e->report, STAGE_SPAWN, errno);
 		} else if (dup2(e->fds[i], i) < 0) {
-			exec_fail(e, STAGE_SPAWN);
+			fail_start(e->report, STAGE_SPAWN, errno);
 		}
 	}
-	if (e->dir != NULL && e->dir[0] != '\0' && chdir(e->dir) < 0)
-		exec_fail(e, STAGE_CHDIR);
-	restore_nofile();
-	// Dumpability belongs to the memory: the child has its own here (see
-	// cordon_exec), so the init stays non-dumpable.
-	if (e->dumpable)
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	if (e->scope >= 0 && syscall(SYS_landlock_restrict_self, e->scope, 0) < 0)
-		exec_fail(e, STAGE_SCOPE);
-	sigprocmask(SIG_SETMASK, &e->mask, NULL);
-	execve(e->path, e->argv, e->envp);
-	exec_fail(e, STAGE_EXEC);
-	return 127;
+	exec_prepared(e->dir, e->dumpable, e->scope, &e->mask, e->path, e->argv, e->envp, e->report);
 }
 
 // above2 moves a descriptor of cordon_exec's own above the three the child
@@ -493,7 +486,7 @@ type spawnSpec struct {
 	report int
 	// dumpable makes the leader dumpable before execve (bare tiers).
 	dumpable bool
-	// scope, when >= 0, is the landlock tier's scope ruleset (see the top
+	// scope, when >= 0, is the scope ruleset (scopeRuleset, and the top
 	// of this file), applied in the leader before execve.
 	scope int
 }
@@ -532,7 +525,7 @@ type execSpec struct {
 	fds [3]int
 	// dumpable makes the child dumpable before execve (bare tiers).
 	dumpable bool
-	// scope, when >= 0, is the landlock tier's scope ruleset (see the top
+	// scope, when >= 0, is the scope ruleset (scopeRuleset, and the top
 	// of this file), applied in the child before execve.
 	scope int
 }
