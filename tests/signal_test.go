@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -211,4 +212,22 @@ func TestSignalTimeoutBeforeStartTerminates(t *testing.T) {
 		"sh", "-c", `sleep 10; echo survived`)
 	assert.Equal(t, 124, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, "survived", "the command ran on after the timeout")
+}
+
+// A burst of other signals while the sandbox starts does not push out the
+// SIGTERM that follows (a red team's: the one channel held 16 signals and
+// nothing read it before the command started, so 40 SIGWINCH, a terminal
+// resized over and over, made signal.Notify drop the SIGTERM about a
+// quarter of the time, and the command ran to its end). storm.c spaces the
+// SIGWINCH 50 µs apart (pending signals of one kind coalesce) from 4 to 12
+// ms after cordon starts, in the landlock tier (the longer start).
+func TestSignalBurstDoesNotDropSIGTERM(t *testing.T) {
+	requireLandlock(t)
+	storm := buildC(t, t.TempDir(), "storm.c", "storm")
+	for i := range 15 {
+		delay := strconv.Itoa(4000 + 500*(i%17))
+		r := runCordonVia(t, runOpts{timeout: 20 * time.Second}, storm, "40", "50", delay,
+			cordonBin, "--isolation", "landlock", "--", "sh", "-c", "sleep 3; echo finished")
+		assert.NotContains(t, r.stdout, "finished", "run %d: the command ran to its end (exit %d); stderr: %s", i, r.code, r.stderr)
+	}
 }
