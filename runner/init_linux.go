@@ -39,12 +39,10 @@ func InitMain() int {
 		fmt.Fprintf(os.Stderr, "cordon init: "+format+"\n", args...)
 		return 125
 	}
-	ctl := os.NewFile(ctlFD, "control")
-	conn, err := newFrameConn(ctl)
+	conn, err := newInitConn(ctlFD)
 	if err != nil {
 		return fail("%v", err)
 	}
-	ctl.Close()
 	// First of all, the host learns the init's pid (from the message's
 	// credentials) and with it the sandbox's root: it looks up the
 	// policy's programs there (supervisor.Prewarm) while the init sets up,

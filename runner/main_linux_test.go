@@ -63,7 +63,7 @@ func report(v any) { testchild.Report(v) }
 
 // sendFrameChild sends one frame over fd 3 and waits for stdin to close.
 func sendFrameChild() int {
-	conn, err := newFrameConn(os.NewFile(3, "control"))
+	conn, err := newInitConn(3)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -16,23 +16,32 @@ import (
 )
 
 // connPair returns the two ends of a fresh control socketpair as the
-// launcher sets it up: host receives with SO_PASSCRED. Both ends give up
-// after a few seconds, so a protocol bug fails instead of hanging.
+// launcher and the init set them up: host receives with SO_PASSCRED through
+// the network poller, peer is the init's blocking end (newInitConn). Both
+// ends give up after a few seconds, so a protocol bug fails instead of
+// hanging.
 func connPair(t *testing.T) (host, peer *frameConn) {
 	t.Helper()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	require.NoError(t, err)
 	require.NoError(t, unix.SetsockoptInt(pair[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1))
-	wrap := func(fd int, name string) *frameConn {
-		f := os.NewFile(uintptr(fd), name)
-		defer f.Close() // newFrameConn keeps its own copy
-		fc, err := newFrameConn(f)
-		require.NoError(t, err)
-		require.NoError(t, fc.c.SetDeadline(time.Now().Add(20*time.Second)))
-		t.Cleanup(func() { _ = fc.close() })
-		return fc
+	f := os.NewFile(uintptr(pair[0]), "host")
+	defer f.Close() // newFrameConn keeps its own copy
+	host, err = newFrameConn(f)
+	require.NoError(t, err)
+	require.NoError(t, host.c.SetDeadline(time.Now().Add(20*time.Second)))
+	t.Cleanup(func() { _ = host.close() })
+	peer, err = newInitConn(pair[1])
+	require.NoError(t, err)
+	limit := unix.NsecToTimeval((20 * time.Second).Nanoseconds())
+	for _, opt := range []int{unix.SO_RCVTIMEO, unix.SO_SNDTIMEO} {
+		require.NoError(t, unix.SetsockoptTimeval(pair[1], unix.SOL_SOCKET, opt, &limit))
 	}
-	return wrap(pair[0], "host"), wrap(pair[1], "peer")
+	t.Cleanup(func() {
+		_ = peer.close()
+		unix.Close(pair[1])
+	})
+	return host, peer
 }
 
 // sendAsync sends from a goroutine (a big frame blocks until it is read).
@@ -106,7 +115,7 @@ func TestFrameConnFramesStayInOrder(t *testing.T) {
 		all = binary.BigEndian.AppendUint32(all, uint32(len(b)))
 		all = append(all, b...)
 	}
-	_, err := peer.c.Write(all)
+	_, err := unix.Write(peer.raw, all)
 	require.NoError(t, err)
 	for i := range 5 {
 		var m initMsg
@@ -188,7 +197,7 @@ func TestFrameConnPeerClosed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			host, peer := connPair(t)
 			if len(tc.bytes) > 0 {
-				_, err := peer.c.Write(tc.bytes)
+				_, err := unix.Write(peer.raw, tc.bytes)
 				require.NoError(t, err)
 			}
 			require.NoError(t, peer.close())
@@ -201,7 +210,7 @@ func TestFrameConnPeerClosed(t *testing.T) {
 
 func TestFrameConnOversizeFrame(t *testing.T) {
 	host, peer := connPair(t)
-	_, err := peer.c.Write(binary.BigEndian.AppendUint32(nil, maxFrame+1))
+	_, err := unix.Write(peer.raw, binary.BigEndian.AppendUint32(nil, maxFrame+1))
 	require.NoError(t, err)
 	var m initMsg
 	_, err = host.recv(&m)
@@ -219,7 +228,7 @@ func TestFrameConnMalformedJSON(t *testing.T) {
 
 	body := []byte("{not json")
 	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
-	_, _, err = peer.c.WriteMsgUnix(frame, unix.UnixRights(memfd), nil)
+	_, err = unix.SendmsgN(peer.raw, frame, unix.UnixRights(memfd), nil, 0)
 	require.NoError(t, err)
 	var m initMsg
 	fds, err := host.recv(&m)
@@ -247,4 +256,50 @@ func countFDLinks(t *testing.T, s string) int {
 		}
 	}
 	return n
+}
+
+// TestInitConnReadsFromTheHost: the init's blocking end receives what the
+// host sends (a frame larger than the socket's buffer, in pieces; a
+// descriptor with the frame) and sees the host's close as EOF, which is how
+// the init learns that cordon is gone (hostGone).
+func TestInitConnReadsFromTheHost(t *testing.T) {
+	host, peer := connPair(t)
+	big := configMsg{Argv: []string{strings.Repeat("x", 3<<20)}}
+	sent := sendAsync(host, big)
+	var got configMsg
+	fds, err := peer.recv(&got)
+	require.NoError(t, err)
+	require.NoError(t, <-sent)
+	assert.Empty(t, fds)
+	require.Len(t, got.Argv, 1)
+	assert.Equal(t, big.Argv[0], got.Argv[0])
+
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	sent = sendAsync(host, initMsg{Kind: msgHostGo}, int(w.Fd()))
+	var m initMsg
+	fds, err = peer.recv(&m)
+	require.NoError(t, err)
+	require.NoError(t, <-sent)
+	w.Close()
+	require.Len(t, fds, 1)
+	assert.Equal(t, msgHostGo, m.Kind)
+	flags, err := unix.FcntlInt(uintptr(fds[0]), unix.F_GETFD, 0)
+	require.NoError(t, err)
+	assert.NotZero(t, flags&unix.FD_CLOEXEC, "received fd must be close-on-exec")
+	unix.Close(fds[0])
+
+	gone := hostGone(peer)
+	select {
+	case <-gone:
+		t.Fatal("hostGone fired while the host is there")
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.NoError(t, host.close())
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the init's end did not see the host's close")
+	}
 }
