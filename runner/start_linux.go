@@ -67,11 +67,10 @@ func sandboxArgv(bw, exe string, spec bwrap.Spec) ([]string, error) {
 }
 
 // startLocked starts cmd from a goroutine locked to its OS thread for the
-// process's whole life, and calls exited with cmd.Wait's result. It returns
-// at once; the channel says whether the start succeeded.
+// process's whole life, and calls exited with cmd.Wait's result.
 // Pdeathsig follows the thread that forked, not the process: if that thread
 // ended, the sandbox would be killed with it.
-func startLocked(cmd *exec.Cmd, exited func(error)) <-chan error {
+func startLocked(cmd *exec.Cmd, exited func(error)) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -82,7 +81,7 @@ func startLocked(cmd *exec.Cmd, exited func(error)) <-chan error {
 		started <- nil
 		exited(cmd.Wait())
 	}()
-	return started
+	return <-started
 }
 
 // policyPaths lists what decides the next run's policy and must not be
@@ -484,19 +483,10 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	if sp.beforeStart != nil {
 		sp.beforeStart()
 	}
-	started := startLocked(s.cmd, func(err error) {
+	err = startLocked(s.cmd, func(err error) {
 		s.waitErr = err
 		close(s.waited)
 	})
-	// The layout (the files policy's walk, git's binds: a millisecond or
-	// two) is worked out while the process starts: the start's clone and
-	// exec leave this goroutine waiting anyway, and bubblewrap reads its
-	// options from the pipe, setting nothing up before their end.
-	argv, layoutErr := sp.argv(bw, exe)
-	// The placeholder of unreadable files is bound by the time the init
-	// answers (or bubblewrap failed): the sandbox keeps its inode.
-	defer sp.files.cleanup()
-	err = <-started
 	// Only the sandbox may hold the child's ends: the control socket's EOF
 	// and the pipe's are how a sandbox that dies during start-up is seen.
 	closeChildFiles()
@@ -512,6 +502,14 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		return nil, &SetupError{Err: fmt.Errorf("starting %s: %w", first[0], err)}
 	}
 	s.stderr = newSetupOutput(errR, pass)
+	if sp.policy != nil {
+		// While bubblewrap starts and builds the sandbox, read on the host the
+		// directories the first decision looks programs up in; the
+		// supervisor takes a listing only for the very same directory.
+		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
+		// The policy's tables, made on first use, are made now too.
+		go policy.Warm()
+	}
 	// notReady ends a sandbox that did not get ready and says why.
 	notReady := func(err error) (*Sandbox, error) {
 		if sp.autoBwrap {
@@ -533,8 +531,12 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 		_ = s.Close()
 		return nil, err
 	}
-	if layoutErr != nil {
-		return abandon(layoutErr)
+	argv, err := sp.argv(bw, exe)
+	// The placeholder of unreadable files is bound by the time the init
+	// answers (or bubblewrap failed): the sandbox keeps its inode.
+	defer sp.files.cleanup()
+	if err != nil {
+		return abandon(err)
 	}
 	s.queue = sp.queue // git's queued commands at start, known from the layout
 	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
@@ -566,17 +568,6 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 			log.Debug("passing bubblewrap its options", "err", werr)
 			return notReady(errNotReady)
 		}
-	}
-	if sp.policy != nil {
-		// While bubblewrap builds the sandbox (this process only waits
-		// for it), read the directories the first decision looks programs
-		// up in; the supervisor takes a listing only for the very same
-		// directory. Not earlier: the layout above is on the way to
-		// bubblewrap's options, and two CPUs are shared with bubblewrap's
-		// own start.
-		sp.sup.Prelisted = supervisor.Prelist(sp.policy, sp.sup.SearchPath)
-		// The policy's tables, made on first use, are made now too.
-		go policy.Warm()
 	}
 	// Creations are notified only when there are names to protect: each
 	// costs a round trip to the supervisor.
