@@ -21,7 +21,7 @@ import (
 // says "gone" once the shim, and so the process's whole tree, has exited.
 // The init stays the namespace's subreaper for whatever escapes a shim (a
 // shim that was killed leaves its tree to the init) and reaps it.
-func sessionMain(conn *frameConn, cfg configMsg, stderrFd int, handled <-chan struct{}) int {
+func sessionMain(conn *frameConn, cfg configMsg, stderrFd int) int {
 	scope, err := scopeRuleset(cfg.ScopeSignals)
 	if err != nil {
 		_ = conn.send(initMsg{Kind: msgSetupErr, Message: err.Error()})
@@ -30,8 +30,6 @@ func sessionMain(conn *frameConn, cfg configMsg, stderrFd int, handled <-chan st
 	if code := installFilter(conn, cfg); code != 0 {
 		return code
 	}
-	// Before any process starts (surviveSignals).
-	<-handled
 	unix.Close(stderrFd) // nothing to hand to a command: each process brings its own fds
 
 	si := &sessInit{

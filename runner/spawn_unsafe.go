@@ -355,6 +355,7 @@ struct cordon_exec {
 	int scope;         // a Landlock ruleset to restrict the child with before execve, or -1
 	int report;        // the child's end of a close-on-exec pipe: {stage, errno} on failure
 	sigset_t mask;     // the forking thread's signal mask, for the child to restore
+	unsigned long long dfl; // bit N: signal N back to its default even if ignored (the init's survivedSignals)
 	int stage, err;    // set by cordon_exec on failure
 };
 
@@ -363,12 +364,14 @@ static int exec_child(void *arg) {
 	// A copy of one thread of a Go process, possibly sharing its memory:
 	// only system calls from here on. Go's handlers are reset before any
 	// signal is unblocked; an ignored signal stays ignored, as across
-	// execve.
+	// execve, but for those the init ignores only to survive its command's
+	// process group (e->dfl).
 	for (int i = 1; i < 65; i++) {
 		struct sigaction old;
 		if (i == SIGKILL || i == SIGSTOP || sigaction(i, NULL, &old) < 0)
 			continue;
-		if (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL) {
+		int own = i < 64 && ((e->dfl >> i) & 1);
+		if (own || (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL)) {
 			struct sigaction dfl;
 			memset(&dfl, 0, sizeof dfl);
 			dfl.sa_handler = SIG_DFL;
@@ -528,6 +531,9 @@ type execSpec struct {
 	// scope, when >= 0, is the scope ruleset (scopeRuleset, and the top
 	// of this file), applied in the child before execve.
 	scope int
+	// dfl has bit N set for each signal N the child sets back to its
+	// default even when the init ignores it (survivedMask).
+	dfl uint64
 }
 
 // execError is a failed cExec: the stage that failed and why.
@@ -555,7 +561,7 @@ func cExec(sp *execSpec) (int, error) {
 	// Go memory that holds pointers to C.
 	e := (*C.struct_cordon_exec)(m.alloc(C.size_t(unsafe.Sizeof(C.struct_cordon_exec{}))))
 	*e = C.struct_cordon_exec{path: m.str(sp.path), argv: m.vec(sp.argv), envp: m.vec(sp.env),
-		dir: m.str(sp.dir), scope: C.int(sp.scope)}
+		dir: m.str(sp.dir), scope: C.int(sp.scope), dfl: C.ulonglong(sp.dfl)}
 	for i, fd := range sp.fds {
 		e.fds[i] = C.int(fd)
 	}

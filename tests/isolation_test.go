@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -1108,5 +1109,62 @@ func TestIsolationCommandKeepsOpenFileLimit(t *testing.T) {
 		r = d.cordonOpts(runOpts{dir: work}, "exec", "--session", "nofile", "-c", "ulimit -Sn")
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Equal(t, "777\n", r.stdout)
+	})
+}
+
+// TestIsolationCommandStartsWithDefaultSignals: the init ignores the signals
+// meant for its command's process group (it is a member), and an ignored
+// disposition survives execve: the command must still start with every one
+// of them at its default, whatever cordon itself was started with ignored
+// (a shell's trap '', nohup), in every tier and in a session.
+func TestIsolationCommandStartsWithDefaultSignals(t *testing.T) {
+	requireSeccompNotify(t)
+	// SIGINT SIGTERM SIGHUP SIGQUIT SIGTSTP SIGTTIN SIGTTOU SIGWINCH SIGUSR1
+	// SIGUSR2 SIGPIPE, as /proc/PID/status counts them (bit N-1 for N).
+	var survived uint64
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGWINCH, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGPIPE} {
+		survived |= 1 << (uint(s) - 1)
+	}
+	ignored := func(t *testing.T, status string) uint64 {
+		t.Helper()
+		for _, line := range strings.Split(status, "\n") {
+			if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+				n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatalf("no SigIgn line in %q", status)
+		return 0
+	}
+	for _, tier := range []string{"bwrap", "landlock", "none"} {
+		for _, how := range []string{"plain", "started with them ignored"} {
+			t.Run(tier+"/"+how, func(t *testing.T) {
+				if tier == "landlock" {
+					requireLandlock(t)
+				} else if tier == "bwrap" {
+					testcap.RequireBwrap(t)
+				}
+				argv := []string{cordonBin, "--isolation", tier, "--", "cat", "/proc/self/status"}
+				if how != "plain" {
+					argv = append([]string{"sh", "-c", `trap '' HUP INT QUIT TERM PIPE USR1 USR2 WINCH TSTP TTIN TTOU; exec "$@"`, "sh"}, argv...)
+				}
+				r := runCordonVia(t, runOpts{}, argv...)
+				require.Equal(t, 0, r.code, r.stderr)
+				assert.Zero(t, ignored(t, r.stdout)&survived, "signals the command starts with ignored (SigIgn %x)", ignored(t, r.stdout))
+			})
+		}
+	}
+	t.Run("session", func(t *testing.T) {
+		d := newDaemonEnv(t)
+		d.start()
+		work := t.TempDir()
+		r := d.cordonOpts(runOpts{dir: work}, "session", "create", "--name", "sigs")
+		require.Equal(t, 0, r.code, r.stderr)
+		r = d.cordonOpts(runOpts{dir: work}, "exec", "--session", "sigs", "--", "cat", "/proc/self/status")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Zero(t, ignored(t, r.stdout)&survived, "signals the session's command starts with ignored")
 	})
 }
