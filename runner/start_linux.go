@@ -462,7 +462,7 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	s.cmd = &exec.Cmd{
 		Path:       first[0],
 		Args:       first,
-		Env:        []string{}, // the command's environment travels over the control socket
+		Env:        initEnv(),
 		Dir:        sp.box.Dir,
 		Stdin:      stdin,
 		Stdout:     stdout,
