@@ -1116,7 +1116,8 @@ func TestIsolationCommandKeepsOpenFileLimit(t *testing.T) {
 // meant for its command's process group (it is a member), and an ignored
 // disposition survives execve: the command must still start with every one
 // of them at its default, whatever cordon itself was started with ignored
-// (a shell's trap '', nohup), in every tier and in a session.
+// (a shell's trap with an empty action, nohup), in every tier and in a
+// session.
 func TestIsolationCommandStartsWithDefaultSignals(t *testing.T) {
 	requireSeccompNotify(t)
 	// SIGINT SIGTERM SIGHUP SIGQUIT SIGTSTP SIGTTIN SIGTTOU SIGWINCH SIGUSR1
