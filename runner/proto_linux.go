@@ -188,32 +188,33 @@ func (fc *frameConn) send(v any, fds ...int) error {
 	copy(frame[4:], b)
 	n := 0
 	if len(fds) > 0 {
-		if fc.raw >= 0 {
-			n, err = unix.SendmsgN(fc.raw, frame, unix.UnixRights(fds...), nil, 0)
-		} else {
-			n, _, err = fc.c.WriteMsgUnix(frame, unix.UnixRights(fds...), nil)
-		}
-		if err != nil {
+		// The descriptors ride with the first part.
+		if n, err = fc.sendmsg(frame, unix.UnixRights(fds...)); err != nil {
 			return err
 		}
 	}
-	if fc.raw < 0 {
-		if n < len(frame) {
-			_, err = fc.c.Write(frame[n:])
-		}
-		return err
-	}
 	for n < len(frame) {
-		m, err := unix.Write(fc.raw, frame[n:])
-		if err == unix.EINTR {
-			continue
-		}
+		m, err := fc.sendmsg(frame[n:], nil)
 		if err != nil {
 			return err
 		}
 		n += m
 	}
 	return nil
+}
+
+// sendmsg is one sendmsg(2) on either kind of end (see frameConn).
+func (fc *frameConn) sendmsg(b, oob []byte) (int, error) {
+	if fc.raw < 0 {
+		n, _, err := fc.c.WriteMsgUnix(b, oob, nil)
+		return n, err
+	}
+	for {
+		n, err := unix.SendmsgN(fc.raw, b, oob, nil, 0)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
 }
 
 // recv decodes the next frame into v and returns every descriptor received
