@@ -104,8 +104,8 @@ func BenchmarkOpenTarget(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			t, errno := openTarget(pid, root, path)
-			unix.Close(root)
+			t, errno := openTarget(pid, root, path, nil)
+			sv.release(root)
 			if errno != 0 || t.fd < 0 {
 				b.Fatalf("openTarget: %v", errno)
 			}
@@ -125,7 +125,7 @@ func BenchmarkOpenTarget(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			t, errno := statTarget(pid, fd)
+			t, errno := statTarget(pid, fd, nil, "")
 			if errno != 0 {
 				b.Fatal(errno)
 			}
@@ -152,7 +152,7 @@ func BenchmarkOpenTarget(b *testing.B) {
 // today through a re-open of the O_PATH descriptor via /proc/self/fd; the
 // proposal opens the target readable once and preads.
 func BenchmarkReadHead(b *testing.B) {
-	t, errno := openTarget(os.Getpid(), rootOf(b), "/usr/bin/true")
+	t, errno := openTarget(os.Getpid(), rootOf(b), "/usr/bin/true", nil)
 	if errno != 0 || t.fd < 0 {
 		b.Fatalf("openTarget: %v", errno)
 	}
@@ -198,7 +198,7 @@ func benchPolicy(b *testing.B) (*policy.Policy, *files) {
 // first exec of a sandbox pays, and every exec after a lookupTTL expiry.
 func BenchmarkPolicyWithFiles(b *testing.B) {
 	pid := os.Getpid()
-	tgt, errno := openTarget(pid, rootOf(b), "/usr/bin/true")
+	tgt, errno := openTarget(pid, rootOf(b), "/usr/bin/true", nil)
 	if errno != 0 || tgt.fd < 0 {
 		b.Fatalf("openTarget: %v", errno)
 	}
@@ -394,7 +394,7 @@ func BenchmarkExecEvent(b *testing.B) {
 	tr := &tracer{judge: newJudge(pol, fs)}
 	argv := []string{"/usr/bin/true", "x"}
 	self := os.Getpid()
-	tgt, errno := openTarget(self, rootOf(b), "/usr/bin/true")
+	tgt, errno := openTarget(self, rootOf(b), "/usr/bin/true", nil)
 	if errno != 0 || tgt.fd < 0 {
 		b.Fatalf("openTarget: %v", errno)
 	}
@@ -462,7 +462,7 @@ func BenchmarkExecEvent(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		unix.Close(fd)
+		fs.sandbox.release(fd)
 	}
 	each("root proof", proof) // at the notification: the pid's /proc entries are built here
 	each("root proof after the event's reads", func(b *testing.B, pid int) {

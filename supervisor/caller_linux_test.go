@@ -72,7 +72,7 @@ func TestOpenRootProvesTheMount(t *testing.T) {
 	require.NoError(t, unix.Fstat(fd, &got))
 	require.NoError(t, unix.Stat("/proc/"+strconv.Itoa(ref)+"/root", &want))
 	assert.Equal(t, [2]uint64{want.Dev, want.Ino}, [2]uint64{got.Dev, got.Ino})
-	unix.Close(fd)
+	v.release(fd)
 	if v.rootMnt == 0 {
 		testcap.SkipOrFail(t, "the kernel reports no unique mount ids (Linux 6.8+): the slow proof is in use")
 	}
@@ -109,4 +109,46 @@ func TestViewClosedBeforeInitHoldsNothing(t *testing.T) {
 	open.init()
 	t.Cleanup(open.close)
 	assert.GreaterOrEqual(t, open.rootFD, 0, "an open view holds the root (the kernel names its mount)")
+}
+
+// TestViewReleasesTheRootAfterTheLastUse: the held root is handed out
+// itself, not a duplicate, so a close while a decision still resolves paths
+// from it must leave it open (a number closed under a decision could name
+// another file by the time the decision uses it) until the last hand-out
+// is released, and then close it; nothing is handed out after close.
+func TestViewReleasesTheRootAfterTheLastUse(t *testing.T) {
+	v := newSandboxView(0)
+	v.init()
+	require.NoError(t, v.err)
+	if v.rootMnt == 0 {
+		testcap.SkipOrFail(t, "the kernel reports no unique mount ids (Linux 6.8+): no root is held")
+	}
+	a := v.heldRoot()
+	b, err := v.openRoot(os.Getpid())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, a, 0)
+	assert.Equal(t, a, b, "the held root itself, both times")
+	open := func(fd int) bool {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		return err == nil
+	}
+
+	v.close()
+	assert.Equal(t, -1, v.heldRoot(), "nothing is handed out after close")
+	_, err = v.openRoot(os.Getpid())
+	assert.ErrorIs(t, err, errViewClosed)
+	assert.True(t, open(a), "closed while two decisions use it")
+	v.release(a)
+	assert.True(t, open(a), "closed while a decision uses it")
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(b, &st), "the last user resolves from it")
+	v.release(b)
+	assert.False(t, open(a), "the last release leaves the root open")
+	assert.Equal(t, -1, v.rootFD)
+
+	// A descriptor that is not the held root is closed by release.
+	other, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	v.release(other)
+	assert.False(t, open(other), "release left a slow proof's descriptor open")
 }

@@ -15,7 +15,7 @@ import "github.com/cordon-sandbox/cordon/policy"
 // only by the check of an exec that the tracer then verifies at its exec
 // event (Supervisor.decide; a decision that is not an allow, or whose
 // caller the tracer cannot attach to, is decided again with the head read:
-// see Verdict.headsSkipped), and the event makes a stale entry harmless:
+// see Verdict.skipped), and the event makes a stale entry harmless:
 // a file the kernel runs as a #! script (binfmt_script, or binfmt_misc)
 // never becomes the process's image; the interpreter does. So a check
 // that took a script for a program expects the script itself as the image

@@ -91,7 +91,7 @@ func TestNotScriptsStaleEntryIsKilledAtTheEvent(t *testing.T) {
 	for _, d := range h.r.all() {
 		if d.Exec.Path == h.script && d.Errno == 0 {
 			checked = true
-			assert.True(t, d.headsSkipped, "the check used the stale entry")
+			assert.True(t, d.skipped, "the check used the stale entry")
 		}
 		if d.Reason == ReasonChanged {
 			killed = true
@@ -140,7 +140,7 @@ func TestNotScriptsSkipsTheHeadOfAProgramSeen(t *testing.T) {
 	h := newHeadsRig(t)
 	for i := 0; i < 2; i++ {
 		assertExit(t, 0, run(t, h.c, "/bin/true"), "/bin/true")
-		assert.Equal(t, i == 1, h.r.last(t).headsSkipped, "run %d", i)
+		assert.Equal(t, i == 1, h.r.last(t).skipped, "run %d", i)
 	}
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other")
@@ -148,7 +148,7 @@ func TestNotScriptsSkipsTheHeadOfAProgramSeen(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		assertErrno(t, unix.EPERM, run(t, h.c, other), "a script of a denied interpreter")
 		d := h.r.last(t)
-		assert.False(t, d.headsSkipped, "run %d", i)
+		assert.False(t, d.skipped, "run %d", i)
 		assert.Equal(t, []string{"/bin/bash"}, d.Interpreter)
 	}
 	assert.False(t, h.ran())

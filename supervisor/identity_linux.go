@@ -38,6 +38,10 @@ type target struct {
 	// (binfmt_script and binfmt_misc hand the exec to an interpreter and
 	// never become the image), so its head need not be read.
 	mapped bool
+	// named says path is the name pathNames remembered, not one the
+	// kernel rendered now: only the check's, for an exec its event
+	// verifies.
+	named bool
 }
 
 // inRoot is how every file cordon looks at on the sandbox's behalf is
@@ -58,7 +62,10 @@ var inRoot = unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RES
 // or /proc/PID/fd/N magic link is followed to the file it stands for, as
 // the kernel does. When the file cannot be identified for any other reason
 // the answer is EPERM: fail closed, never a decision by name.
-func openTarget(pid, root int, abs string) (target, syscall.Errno) {
+//
+// names, when set, may supply the canonical path instead of the kernel
+// rendering it (see pathNames): only for the supervisor's check.
+func openTarget(pid, root int, abs string, names *pathNames) (target, syscall.Errno) {
 	t := target{pid: pid, fd: -1}
 	if !strings.HasPrefix(abs, "/") {
 		return t, unix.EPERM
@@ -68,8 +75,10 @@ func openTarget(pid, root int, abs string) (target, syscall.Errno) {
 	}
 	var fd int
 	var err error
+	key := abs // no name is remembered for a magic link's file
 	if rest, ok := strings.CutPrefix(abs, "/proc/"); ok && procMagic(rest) {
 		fd, err = openProcMagic(root, rest)
+		key = ""
 	} else {
 		how := inRoot
 		fd, err = unix.Openat2(root, abs, &how)
@@ -81,7 +90,7 @@ func openTarget(pid, root int, abs string) (target, syscall.Errno) {
 	default:
 		return t, unix.EPERM
 	}
-	return statTarget(pid, fd)
+	return statTarget(pid, fd, names, key)
 }
 
 // procMagic reports whether rest (a path below /proc) is exactly a
@@ -143,12 +152,14 @@ func openTargetFD(pid int, fd int32) (target, syscall.Errno) {
 		}
 		return target{pid: pid, fd: -1}, unix.EPERM
 	}
-	return statTarget(pid, f)
+	return statTarget(pid, f, nil, "")
 }
 
 // statTarget checks an opened target as the kernel would and fills in its
-// identity and canonical path. It takes ownership of fd.
-func statTarget(pid, fd int) (target, syscall.Errno) {
+// identity and canonical path. It takes ownership of fd. With names, the
+// path is the one remembered for called when it led to this very file
+// (target.named), and a name read is remembered.
+func statTarget(pid, fd int, names *pathNames, called string) (target, syscall.Errno) {
 	t := target{pid: pid, fd: -1}
 	id, mode, err := fstatID(fd)
 	if err != nil {
@@ -164,27 +175,40 @@ func statTarget(pid, fd int) (target, syscall.Errno) {
 	if unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY == 0 {
 		t.writable = true // per-mount flags: the sandbox's own view
 	}
-	// For an fd opened inside the sandbox's mount namespace the kernel
-	// renders the path as the sandbox sees it.
-	// A file with no path of its own gets none: the policy then decides it
-	// by identity alone, never by a name (policy: a Known file's name is
-	// its Resolved path, never the path called). That is a memfd, whose
-	// link text is "/memfd:" + a name its maker chose ("x/../../usr/bin/true"
-	// cleaned to a path an allow rule names: a red team ran its own binary
-	// under allow "/usr/bin/*" so), a deleted file (its old path and
-	// " (deleted)"), and one whose path is longer than the kernel renders
-	// (readlink fails: ENAMETOOLONG).
-	if p, err := readlinkSelfFD(fd); err == nil {
+	if p, ok := names.get(called, id); ok {
+		t.path, t.named = p, true
+		return t, 0
+	}
+	t.name(names, called)
+	return t, 0
+}
+
+// name renders t's canonical path from its descriptor (and remembers it in
+// names for called, when both are set). For an fd opened inside the
+// sandbox's mount namespace the kernel renders the path as the sandbox
+// sees it.
+//
+// A file with no path of its own gets none: the policy then decides it by
+// identity alone, never by a name (policy: a Known file's name is its
+// Resolved path, never the path called). That is a memfd, whose link text
+// is "/memfd:" + a name its maker chose ("x/../../usr/bin/true" cleaned to
+// a path an allow rule names: a red team ran its own binary under allow
+// "/usr/bin/*" so), a deleted file (its old path and " (deleted)"), and
+// one whose path is longer than the kernel renders (readlink fails:
+// ENAMETOOLONG).
+func (t *target) name(names *pathNames, called string) {
+	t.path, t.named = "", false
+	if p, err := readlinkSelfFD(t.fd); err == nil {
 		switch {
 		case strings.HasPrefix(p, "/memfd:"):
 			t.writable = true
-			t.unsealed = !memfdSealed(fd)
-		case strings.HasSuffix(p, " (deleted)") && unlinked(fd):
+			t.unsealed = !memfdSealed(t.fd)
+		case strings.HasSuffix(p, " (deleted)") && unlinked(t.fd):
 		case strings.HasPrefix(p, "/"):
 			t.path = p
+			names.put(called, t.id, p)
 		}
 	}
-	return t, 0
 }
 
 // unlinked reports whether fd's file has no name left (a link count of 0).
@@ -853,12 +877,12 @@ func (f *files) Resolve(path string) (policy.Exec, bool) {
 	if err != nil {
 		return policy.Exec{}, false
 	}
-	defer unix.Close(root)
+	defer f.sandbox.release(root)
 	abs, errno := absPath(cur.pid, root, unix.AT_FDCWD, path)
 	if errno != 0 {
 		return policy.Exec{}, false
 	}
-	t, errno := openTarget(cur.pid, root, abs)
+	t, errno := openTarget(cur.pid, root, abs, nil)
 	if errno != 0 {
 		return policy.Exec{}, false
 	}

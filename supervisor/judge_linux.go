@@ -24,6 +24,10 @@ type judge struct {
 	// to have none: only for the supervisor's check, and only while every
 	// exec it lets run is verified at its exec event (see notScripts).
 	heads *notScripts
+	// names, set with heads and for the same execs, lets the check skip
+	// rendering the canonical path of a file it found at a path before
+	// (see pathNames; openTarget in Supervisor.decide).
+	names *pathNames
 }
 
 func newJudge(pol *policy.Policy, fs *files) judge {
@@ -51,6 +55,7 @@ func (j judge) policyDecide(e *policy.Exec) (policy.Result, bool) {
 // interpreters as the kernel does. The strictest decision wins, so a script
 // cannot be used to start a denied interpreter.
 func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) syscall.Errno {
+	d.Interpreter, d.Expect, d.skipped = nil, nil, tgt.named
 	if j.files.neverRun[[2]uint64{tgt.id.Dev, tgt.id.Ino}] {
 		d.Result = policy.Result{Decision: policy.Deny}
 		d.Reason = reasonNeverRun
@@ -64,7 +69,6 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 	d.Exec.File, d.Exec.Known, d.Exec.Writable = tgt.id, true, tgt.writable
 	d.Exec.Resolved = tgt.path
 	d.image, d.imageKnown = tgt.id, true
-	d.Interpreter, d.Expect, d.headsSkipped = nil, nil, false
 	j.files.setCurrent(tgt)
 	d.Result, d.volatile = j.policyDecide(&d.Exec)
 	j.files.setCurrent(nil)
@@ -82,7 +86,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 	id := tgt.id
 	for depth := 0; depth < maxInterpDepth; depth++ {
 		if j.heads.has(id) {
-			d.headsSkipped = true // see notScripts: the exec event checks it
+			d.skipped = true // see notScripts: the exec event checks it
 			return 0
 		}
 		head, err := readHead(fd)
@@ -107,7 +111,7 @@ func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) s
 		if errno != 0 {
 			return errno
 		}
-		it, errno := openTarget(pid, root, abs)
+		it, errno := openTarget(pid, root, abs, nil)
 		if errno == unix.EPERM {
 			d.Result = policy.Result{Decision: policy.Deny}
 			d.Reason = reasonUnidentified + " " + interp

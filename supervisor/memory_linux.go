@@ -153,9 +153,13 @@ func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (s
 // past the next read).
 func (m *memReader) readPointers(pid int, addr uint64, ptrSize int) ([]uint64, error) {
 	ptrs := m.ptrs[:0]
-	const batch = 512
+	// The first read is short: most argvs are a few words, and the copy
+	// of a page's rest is time in the decision for nothing (BENCHMARKS,
+	// "per-exec, fifth round"). A long one continues in bigger reads.
+	batch := 64
 	for {
 		n := batch * ptrSize
+		batch = 512
 		// Stay within the page so an array ending just before an unmapped
 		// page reads.
 		if room := pageSize - int(addr%pageSize); room < n {

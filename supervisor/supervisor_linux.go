@@ -83,10 +83,12 @@ type Verdict struct {
 	// from the receive loop's own thread (tracer.embed), so OnDecision
 	// can wait until after the answer.
 	held bool
-	// headsSkipped says the check took a file for no #! script because
-	// notScripts had seen it so, without reading its head: the decision
-	// stands only if the exec event verifies it (see notScripts).
-	headsSkipped bool
+	// skipped says the check skipped a read because the judge had seen
+	// its answer before: a file taken for no #! script because notScripts
+	// had seen it so, or a canonical path pathNames remembered. The
+	// decision stands only if the exec event verifies it (see notScripts
+	// and pathNames).
+	skipped bool
 }
 
 // Refused reports whether cordon refused the exec: the policy denied it, or
@@ -304,8 +306,9 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		s.tracer = newTracer(newJudge(pol, fs.view()), log, s.report)
 		s.tracer.exec = opts.OnExec
 		// Every exec the check lets run is now verified at its exec
-		// event, or decided again with its heads read (guard).
+		// event, or decided again with its heads and names read (guard).
 		s.judge.heads = &notScripts{}
+		s.judge.names = &pathNames{}
 	}
 	return s, nil
 }
@@ -553,7 +556,7 @@ func (s *Supervisor) handle(n *seccomp.Notif) {
 		}
 	}
 	if d.root >= 0 {
-		unix.Close(d.root)
+		s.sandbox.release(d.root)
 		d.root = -1
 	}
 	if errno != 0 {
@@ -644,7 +647,7 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		}
 		root, proven = r, true
 	}
-	d.root, d.rootProven = root, proven // closed by handle, after guard
+	d.root, d.rootProven = root, proven // released by handle, after guard
 	var tgt target
 	var errno syscall.Errno
 	if path == "" && call.flags&unix.AT_EMPTY_PATH != 0 {
@@ -654,7 +657,7 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		if errno == unix.EPERM {
 			d.Reason = reasonNoDir
 		} else if errno == 0 {
-			tgt, errno = openTarget(pid, root, d.called)
+			tgt, errno = openTarget(pid, root, d.called, s.judge.names)
 		}
 	}
 	if errno == unix.EPERM {
@@ -667,18 +670,20 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		return errno
 	}
 	defer unix.Close(tgt.fd)
-	if errno := s.judge.decide(pid, root, &tgt, kernelFilename(call, path), d); errno != 0 {
-		return errno
-	}
-	if d.headsSkipped && d.Result.Decision != policy.Allow {
+	errno = s.judge.decide(pid, root, &tgt, kernelFilename(call, path), d)
+	if d.skipped && (errno == unix.EPERM || errno == 0 && d.Result.Decision != policy.Allow) {
 		// Only an allow is left to the exec event: a refusal names its
-		// rule, and a person asked sees the interpreters, from the file's
-		// head as it is now.
+		// rule and the file's name, and a person asked sees the
+		// interpreters, from the file's head and name as they are now.
 		j := s.judge
-		j.heads = nil
-		if errno := j.decide(pid, root, &tgt, kernelFilename(call, path), d); errno != 0 {
-			return errno
+		j.heads, j.names = nil, nil
+		if tgt.named {
+			tgt.name(s.judge.names, d.called) // and remembered as it is now
 		}
+		errno = j.decide(pid, root, &tgt, kernelFilename(call, path), d)
+	}
+	if errno != 0 {
+		return errno
 	}
 	switch d.Result.Decision {
 	case policy.Allow:
@@ -725,7 +730,7 @@ func (s *Supervisor) proveRoot(pid int, d *Verdict) syscall.Errno {
 	if err != nil {
 		return rootErrno(err, d)
 	}
-	unix.Close(fd)
+	s.sandbox.release(fd)
 	d.rootProven = true
 	return 0
 }
@@ -758,9 +763,9 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 			return unix.EPERM
 		}
 		s.log.Debug("ptrace verification not possible: strict mode for this exec", "pid", pid, "err", err)
-		if d.headsSkipped {
-			// No exec event will check what the skipped head read would
-			// have (see notScripts): decide again, reading every head.
+		if d.skipped {
+			// No exec event will check what the skipped reads would have
+			// (see notScripts, pathNames): decide again, reading them all.
 			if errno := s.recheck(n, d); errno != 0 {
 				return errno
 			}
@@ -785,16 +790,14 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	return unix.EPERM
 }
 
-// recheck decides n again into d with every #! head read (no notScripts),
-// for an exec the check let through on a skipped head that no exec event
-// will verify.
+// recheck decides n again into d with every #! head read and every name
+// rendered (no notScripts, no pathNames), for an exec the check let through
+// on a skipped read that no exec event will verify.
 func (s *Supervisor) recheck(n *seccomp.Notif, d *Verdict) syscall.Errno {
-	if d.root >= 0 {
-		unix.Close(d.root)
-	}
+	s.sandbox.release(d.root)
 	*d = Verdict{Time: d.Time, Pid: d.Pid, root: -1}
 	j := s.judge
-	s.judge.heads = nil
+	s.judge.heads, s.judge.names = nil, nil
 	errno := s.decide(n, d)
 	s.judge = j
 	return errno

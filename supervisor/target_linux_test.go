@@ -24,7 +24,7 @@ func checkTarget(pid int, path string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	t, errno := openTarget(pid, root, abs)
+	t, errno := openTarget(pid, root, abs, nil)
 	if t.fd >= 0 {
 		unix.Close(t.fd)
 	}

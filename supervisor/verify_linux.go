@@ -620,7 +620,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 	if err != nil {
 		return false, d
 	}
-	img, errno := statTarget(pid, exeFD)
+	img, errno := statTarget(pid, exeFD, nil, "")
 	if errno != 0 {
 		return false, d
 	}
@@ -639,7 +639,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 			d.Reason = reasonForeign
 			return false, d
 		}
-		defer unix.Close(r)
+		defer t.judge.files.sandbox.release(r)
 		root = r
 	}
 	if t.unchanged(checked, &img, kargv) {
@@ -758,7 +758,7 @@ func (t *tracer) reopen(pid, root int, checked *Verdict, script string) (target,
 		if errno != 0 {
 			return target{fd: -1}, "", errno
 		}
-		tgt, errno := openTarget(pid, root, abs)
+		tgt, errno := openTarget(pid, root, abs, nil)
 		return tgt, script, errno
 	}
 	filename := checked.Expect[len(checked.Expect)-max(len(checked.Exec.Argv)-1, 0)-1]
@@ -766,7 +766,7 @@ func (t *tracer) reopen(pid, root int, checked *Verdict, script string) (target,
 		tgt, errno := openTargetFD(pid, checked.dirfd)
 		return tgt, filename, errno
 	}
-	tgt, errno := openTarget(pid, root, checked.called)
+	tgt, errno := openTarget(pid, root, checked.called, nil)
 	return tgt, filename, errno
 }
 
@@ -966,7 +966,7 @@ func scriptBehind(pid, root int, argv []string) int {
 		if errno != 0 {
 			continue
 		}
-		tgt, errno := openTarget(pid, root, abs)
+		tgt, errno := openTarget(pid, root, abs, nil)
 		if errno != 0 {
 			continue
 		}

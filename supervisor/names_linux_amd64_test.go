@@ -1,0 +1,238 @@
+package supervisor
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// namesRig is a program in a directory the test renames between ok/ and
+// bad/ (the program keeps its FileID: only the directory changes), a
+// policy that denies everything under bad/ by path, and a symlink, link,
+// the test points at the program's current name. The program is a copy of
+// touch: when it runs, it creates the file named by its argument.
+type namesRig struct {
+	r               *running
+	c               *child
+	dir, link       string
+	okProg, badProg string
+	badPattern      string
+	markers         int
+	noAttach        atomic.Bool // TestPathNamesNeedTheEvent's hook
+}
+
+// newNamesRig starts the rig's supervisor with the program at at (okProg
+// or badProg, by their base directory's name: "ok" or "bad"). before, when
+// given, runs first (test hooks are package variables: set before the
+// supervisor's goroutine starts, reset after it stopped).
+func newNamesRig(t *testing.T, at string, before ...func(*namesRig)) *namesRig {
+	t.Helper()
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	h := &namesRig{dir: dir, link: filepath.Join(dir, "link"),
+		okProg: filepath.Join(dir, "ok", "prog"), badProg: filepath.Join(dir, "bad", "prog")}
+	prog := filepath.Join(dir, at, "prog")
+	require.NoError(t, os.Mkdir(filepath.Dir(prog), 0o755))
+	touch, err := os.Open("/usr/bin/touch")
+	require.NoError(t, err)
+	defer touch.Close()
+	out, err := os.OpenFile(prog, os.O_CREATE|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, touch)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	h.point(t, prog)
+	h.badPattern = filepath.Dir(h.badProg) + "/*"
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Rules:   []policy.Rule{{Decision: policy.Deny, Pattern: h.badPattern, Source: "test"}},
+	})
+	require.NoError(t, err)
+	for _, f := range before {
+		f(h)
+	}
+	c, fd := startExecClient(t)
+	h.c = c
+	h.r = startSupervisor(t, fd, pol, Options{})
+	require.NotNil(t, h.r.s.judge.names, "the check remembers names while a tracer verifies")
+	t.Cleanup(func() {
+		h.r.s.Shutdown()
+		_ = h.r.stopped(t, 5e9)
+		_ = h.r.s.Close()
+	})
+	return h
+}
+
+// point makes the rig's link lead to target.
+func (h *namesRig) point(t *testing.T, target string) {
+	t.Helper()
+	tmp := h.link + ".new"
+	require.NoError(t, os.Symlink(target, tmp))
+	require.NoError(t, os.Rename(tmp, h.link))
+}
+
+// move renames the program's directory so that the program is at prog now
+// (okProg or badProg), and points the link there. The program's own inode
+// is untouched: its FileID (ctime included) stays what it was.
+func (h *namesRig) move(t *testing.T, prog string) {
+	t.Helper()
+	from := h.okProg
+	if prog == h.okProg {
+		from = h.badProg
+	}
+	before := fileID(t, from)
+	require.NoError(t, os.Rename(filepath.Dir(from), filepath.Dir(prog)))
+	require.Equal(t, before, fileID(t, prog), "renaming the directory changed the program's FileID")
+	h.point(t, prog)
+}
+
+func fileID(t *testing.T, path string) policy.FileID {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	id, _, err := fstatID(fd)
+	require.NoError(t, err)
+	return id
+}
+
+// runLink runs the link with a fresh marker and reports the result and
+// whether the program ran (the marker exists).
+func (h *namesRig) runLink(t *testing.T) (execResult, bool) {
+	t.Helper()
+	h.markers++
+	marker := filepath.Join(h.dir, "ran"+string(rune('0'+h.markers)))
+	res := run(t, h.c, h.link, marker)
+	_, err := os.Stat(marker)
+	return res, err == nil
+}
+
+// checks returns the check's decisions of the link (not the exec event's
+// reports).
+func (h *namesRig) checks() []Verdict {
+	var out []Verdict
+	for _, d := range h.r.all() {
+		if d.Exec.Path == h.link && d.Reason != ReasonChanged {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestPathNamesStaleEntryIsKilledAtTheEvent: the link led to ok/prog, and
+// now leads to bad/prog, the same file (its directory renamed: the same
+// FileID). The
+// check finds the same file at the same path and takes its remembered name,
+// ok/prog, which the policy allows; the exec event renders the name of the
+// file the kernel mapped, bad/prog, which it denies, and kills the process
+// before it runs. (Let tracer.unchanged ignore the name and the program
+// runs: the event is what makes the entry harmless.)
+func TestPathNamesStaleEntryIsKilledAtTheEvent(t *testing.T) {
+	h := newNamesRig(t, "ok")
+	res, ran := h.runLink(t)
+	assertExit(t, 0, res, "through ok/")
+	assert.True(t, ran, "the allowed program did not run")
+	first := h.r.last(t)
+	assert.Equal(t, h.okProg, first.Exec.Resolved)
+	assert.False(t, first.skipped, "the first check renders the name")
+
+	h.move(t, h.badProg)
+	res, ran = h.runLink(t)
+	assert.False(t, ran, "the program ran under a name the policy denies")
+	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed it)") {
+		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
+	}
+	checks := h.checks()
+	require.Len(t, checks, 2)
+	stale := checks[1]
+	assert.True(t, stale.skipped, "the check did not use the remembered name")
+	assert.Equal(t, h.okProg, stale.Exec.Resolved, "the check's name")
+	assert.Zero(t, stale.Errno, "the check allowed it")
+	var killed bool
+	for _, d := range h.r.all() {
+		if d.Reason == ReasonChanged {
+			killed = true
+			assert.Equal(t, h.badProg, d.Exec.Resolved, "the event's name")
+			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
+				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+			}
+		}
+	}
+	assert.True(t, killed, "no kill reported at the exec event")
+}
+
+// TestPathNamesRefusalRendersTheName: a remembered name the policy denies is
+// rendered again before anything is refused, so a stale one never refuses
+// what the file's name now allows, and a refusal names the file as it is.
+func TestPathNamesRefusalRendersTheName(t *testing.T) {
+	h := newNamesRig(t, "bad")
+	res, ran := h.runLink(t)
+	assertErrno(t, unix.EPERM, res, "through bad/")
+	assert.False(t, ran)
+	h.move(t, h.okProg)
+	res, ran = h.runLink(t)
+	assertExit(t, 0, res, "through ok/, with bad/ remembered")
+	assert.True(t, ran)
+	d := h.r.last(t)
+	assert.Equal(t, h.okProg, d.Exec.Resolved)
+	assert.False(t, d.skipped, "the allow stands on a stale name")
+
+	// Once more through bad/: the refusal's second look remembered ok/,
+	// so the check allows it by that name and the event kills it.
+	h.move(t, h.badProg)
+	res, ran = h.runLink(t)
+	assert.False(t, ran, "the program ran under a name the policy denies")
+	if assert.NotNil(t, res.Exit, "the check allowed it by the name remembered") {
+		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
+	}
+	last := h.r.last(t)
+	assert.Equal(t, ReasonChanged, last.Reason)
+	assert.Equal(t, h.badProg, last.Exec.Resolved, "the kill names the file as it is")
+}
+
+// TestPathNamesNeedTheEvent: when the tracer cannot attach, no exec event
+// will check a remembered name, so the exec is decided again with its name
+// rendered: bad/prog, denied. The link is made to pass strict mode's
+// read-only proof (a test fake, as in TestNotScriptsNeedTheEvent), so
+// without the second decision the program would run.
+func TestPathNamesNeedTheEvent(t *testing.T) {
+	h := newNamesRig(t, "ok", func(h *namesRig) {
+		testHookChecked = func(s *Supervisor, d *Verdict) {
+			s.immutables.paths = map[string]bool{h.link: true}
+		}
+		testHookNoAttach = func(d *Verdict) bool { return h.noAttach.Load() && argv0(d.Exec.Argv) == h.link }
+		t.Cleanup(func() { testHookChecked, testHookNoAttach = nil, nil })
+	})
+	res, ran := h.runLink(t)
+	assertExit(t, 0, res, "through ok/")
+	assert.True(t, ran)
+
+	h.move(t, h.badProg)
+	h.noAttach.Store(true)
+	res, ran = h.runLink(t)
+	assertErrno(t, unix.EPERM, res, "through bad/, no exec event")
+	assert.False(t, ran, "the program ran under a name the policy denies")
+	d := h.r.last(t)
+	assert.Equal(t, h.badProg, d.Exec.Resolved)
+	if assert.NotNil(t, d.Result.Rule) {
+		assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+	}
+}
+
+// TestPathNamesOnlyWithATracer: strict mode has no exec event to check a
+// remembered name, so its check never remembers one.
+func TestPathNamesOnlyWithATracer(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // New owns it; never polled
+	require.NoError(t, err)
+	s, err := New(fd, denyFalse(t), Options{Verify: VerifyStrict})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Nil(t, s.judge.names)
+}
