@@ -90,7 +90,7 @@ func openTarget(pid, root int, abs string, names *pathNames) (target, syscall.Er
 	default:
 		return t, unix.EPERM
 	}
-	return statTarget(pid, fd, names, key)
+	return statTarget(pid, fd, names, root, key)
 }
 
 // procMagic reports whether rest (a path below /proc) is exactly a
@@ -152,14 +152,15 @@ func openTargetFD(pid int, fd int32) (target, syscall.Errno) {
 		}
 		return target{pid: pid, fd: -1}, unix.EPERM
 	}
-	return statTarget(pid, f, nil, "")
+	return statTarget(pid, f, nil, -1, "")
 }
 
 // statTarget checks an opened target as the kernel would and fills in its
 // identity and canonical path. It takes ownership of fd. With names, the
-// path is the one remembered for called when it led to this very file
-// (target.named), and a name read is remembered.
-func statTarget(pid, fd int, names *pathNames, called string) (target, syscall.Errno) {
+// path is the one remembered for called when it led to this very file and
+// the sandbox (whose root is root) cannot change it (target.named), and a
+// name read is remembered.
+func statTarget(pid, fd int, names *pathNames, root int, called string) (target, syscall.Errno) {
 	t := target{pid: pid, fd: -1}
 	id, mode, err := fstatID(fd)
 	if err != nil {
@@ -175,7 +176,7 @@ func statTarget(pid, fd int, names *pathNames, called string) (target, syscall.E
 	if unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY == 0 {
 		t.writable = true // per-mount flags: the sandbox's own view
 	}
-	if p, ok := names.get(called, id); ok {
+	if p, ok := names.get(root, called, id); ok {
 		t.path, t.named = p, true
 		return t, 0
 	}
@@ -487,13 +488,7 @@ func (f *files) LookupVouched(name string) []policy.FileID {
 		return nil
 	}
 	defer unix.Close(root)
-	held := readOnlyMount
-	if !readOnlyMount(root) {
-		held = nil
-		if f.writable != nil {
-			held = outsideWritable(f.writable)
-		}
-	}
+	held := f.heldTest(root)
 	if held == nil {
 		e.vouched = e.ids
 	} else {
@@ -510,6 +505,21 @@ func (f *files) LookupVouched(name string) []policy.FileID {
 	e.checked = true
 	f.lookups[name] = e
 	return e.vouched
+}
+
+// heldTest returns the test walkHeld applies to what the sandbox cannot
+// change, seen from its root root: read-only mounts where the root is one
+// (bubblewrap's tier), else what lies outside the tier's writable set (the
+// landlock tier, whose mounts are the host's), else nil: nothing (the
+// none tier).
+func (f *files) heldTest(root int) func(fd int) bool {
+	if readOnlyMount(root) {
+		return readOnlyMount
+	}
+	if f.writable != nil {
+		return outsideWritable(f.writable)
+	}
+	return nil
 }
 
 // dirListing is the names one PATH directory held when it was read, as

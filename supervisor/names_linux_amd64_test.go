@@ -26,6 +26,9 @@ type namesRig struct {
 	badPattern      string
 	markers         int
 	noAttach        atomic.Bool // TestPathNamesNeedTheEvent's hook
+	// fixed makes every name count as one the sandbox cannot change (see
+	// newNamesRig): the rig's directory is the test's, which it can.
+	fixed bool
 }
 
 // newNamesRig starts the rig's supervisor with the program at at (okProg
@@ -60,8 +63,25 @@ func newNamesRig(t *testing.T, at string, before ...func(*namesRig)) *namesRig {
 	}
 	c, fd := startExecClient(t)
 	h.c = c
-	h.r = startSupervisor(t, fd, pol, Options{})
-	require.NotNil(t, h.r.s.judge.names, "the check remembers names while a tracer verifies")
+	h.r = &running{runErr: make(chan error, 1)}
+	s, err := New(fd, pol, Options{OnDecision: func(d *Verdict) {
+		h.r.mu.Lock()
+		h.r.decisions = append(h.r.decisions, *d)
+		h.r.mu.Unlock()
+	}})
+	if err != nil {
+		unix.Close(fd)
+		t.Fatalf("New: %v", err)
+	}
+	h.r.s = s
+	require.NotNil(t, s.judge.names, "the check remembers names while a tracer verifies")
+	if h.fixed {
+		// A test fake: every name counts as one the sandbox cannot
+		// change, as if the program's directory were on a read-only
+		// mount and the host had renamed it.
+		s.judge.names.held = func(int) func(int) bool { return func(int) bool { return true } }
+	}
+	go func() { h.r.runErr <- s.Run() }()
 	t.Cleanup(func() {
 		h.r.s.Shutdown()
 		_ = h.r.stopped(t, 5e9)
@@ -128,30 +148,35 @@ func (h *namesRig) checks() []Verdict {
 
 // TestPathNamesStaleEntryIsKilledAtTheEvent: the link led to ok/prog, and
 // now leads to bad/prog, the same file (its directory renamed: the same
-// FileID). The
+// FileID), a name taken for one the sandbox cannot change (a test fake: as
+// if the host had renamed a directory on a read-only mount). The
 // check finds the same file at the same path and takes its remembered name,
 // ok/prog, which the policy allows; the exec event renders the name of the
 // file the kernel mapped, bad/prog, which it denies, and kills the process
 // before it runs. (Let tracer.unchanged ignore the name and the program
 // runs: the event is what makes the entry harmless.)
 func TestPathNamesStaleEntryIsKilledAtTheEvent(t *testing.T) {
-	h := newNamesRig(t, "ok")
-	res, ran := h.runLink(t)
-	assertExit(t, 0, res, "through ok/")
-	assert.True(t, ran, "the allowed program did not run")
-	first := h.r.last(t)
-	assert.Equal(t, h.okProg, first.Exec.Resolved)
-	assert.False(t, first.skipped, "the first check renders the name")
+	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
+	for i := 0; i < 2; i++ {
+		// The first check renders the name, the second reuses it (and
+		// proves it one the sandbox cannot change).
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran, "the allowed program did not run")
+		d := h.r.last(t)
+		assert.Equal(t, h.okProg, d.Exec.Resolved)
+		assert.Equal(t, i == 1, d.skipped, "run %d", i)
+	}
 
 	h.move(t, h.badProg)
-	res, ran = h.runLink(t)
+	res, ran := h.runLink(t)
 	assert.False(t, ran, "the program ran under a name the policy denies")
 	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed it)") {
 		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
 	}
 	checks := h.checks()
-	require.Len(t, checks, 2)
-	stale := checks[1]
+	require.Len(t, checks, 3)
+	stale := checks[2]
 	assert.True(t, stale.skipped, "the check did not use the remembered name")
 	assert.Equal(t, h.okProg, stale.Exec.Resolved, "the check's name")
 	assert.Zero(t, stale.Errno, "the check allowed it")
@@ -172,29 +197,24 @@ func TestPathNamesStaleEntryIsKilledAtTheEvent(t *testing.T) {
 // rendered again before anything is refused, so a stale one never refuses
 // what the file's name now allows, and a refusal names the file as it is.
 func TestPathNamesRefusalRendersTheName(t *testing.T) {
-	h := newNamesRig(t, "bad")
-	res, ran := h.runLink(t)
-	assertErrno(t, unix.EPERM, res, "through bad/")
-	assert.False(t, ran)
+	h := newNamesRig(t, "bad", func(h *namesRig) { h.fixed = true })
+	for i := 0; i < 2; i++ {
+		// The second check takes the remembered name (and proves it),
+		// refuses by it, and so renders it again first.
+		res, ran := h.runLink(t)
+		assertErrno(t, unix.EPERM, res, "through bad/")
+		assert.False(t, ran)
+		d := h.r.last(t)
+		assert.Equal(t, h.badProg, d.Exec.Resolved)
+		assert.False(t, d.skipped, "a refusal stands on a remembered name")
+	}
 	h.move(t, h.okProg)
-	res, ran = h.runLink(t)
+	res, ran := h.runLink(t)
 	assertExit(t, 0, res, "through ok/, with bad/ remembered")
 	assert.True(t, ran)
 	d := h.r.last(t)
 	assert.Equal(t, h.okProg, d.Exec.Resolved)
 	assert.False(t, d.skipped, "the allow stands on a stale name")
-
-	// Once more through bad/: the refusal's second look remembered ok/,
-	// so the check allows it by that name and the event kills it.
-	h.move(t, h.badProg)
-	res, ran = h.runLink(t)
-	assert.False(t, ran, "the program ran under a name the policy denies")
-	if assert.NotNil(t, res.Exit, "the check allowed it by the name remembered") {
-		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
-	}
-	last := h.r.last(t)
-	assert.Equal(t, ReasonChanged, last.Reason)
-	assert.Equal(t, h.badProg, last.Exec.Resolved, "the kill names the file as it is")
 }
 
 // TestPathNamesNeedTheEvent: when the tracer cannot attach, no exec event
@@ -204,19 +224,24 @@ func TestPathNamesRefusalRendersTheName(t *testing.T) {
 // without the second decision the program would run.
 func TestPathNamesNeedTheEvent(t *testing.T) {
 	h := newNamesRig(t, "ok", func(h *namesRig) {
+		h.fixed = true
 		testHookChecked = func(s *Supervisor, d *Verdict) {
 			s.immutables.paths = map[string]bool{h.link: true}
 		}
 		testHookNoAttach = func(d *Verdict) bool { return h.noAttach.Load() && argv0(d.Exec.Argv) == h.link }
 		t.Cleanup(func() { testHookChecked, testHookNoAttach = nil, nil })
 	})
-	res, ran := h.runLink(t)
-	assertExit(t, 0, res, "through ok/")
-	assert.True(t, ran)
+	for i := 0; i < 2; i++ {
+		// The second check takes the remembered name, and proves it.
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+		assert.Equal(t, i == 1, h.r.last(t).skipped, "run %d", i)
+	}
 
 	h.move(t, h.badProg)
 	h.noAttach.Store(true)
-	res, ran = h.runLink(t)
+	res, ran := h.runLink(t)
 	assertErrno(t, unix.EPERM, res, "through bad/, no exec event")
 	assert.False(t, ran, "the program ran under a name the policy denies")
 	d := h.r.last(t)
@@ -235,4 +260,40 @@ func TestPathNamesOnlyWithATracer(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Nil(t, s.judge.names)
+}
+
+// TestPathNamesNotForNamesTheSandboxCanChange: the red team's race. The
+// link led to ok/prog (allowed); the workload renames the directory to
+// bad/ (denied) and runs the link again, then renames it back to ok/
+// between the kernel's open and the exec event. Had the check taken the
+// remembered name ok/prog, the event would render ok/prog as well and let
+// the check stand: a program run under a name it had at neither moment.
+// The rig's directory is one the workload can rename, so its names are
+// never remembered: the check renders bad/prog and refuses.
+func TestPathNamesNotForNamesTheSandboxCanChange(t *testing.T) {
+	var renameBack atomic.Bool
+	h := newNamesRig(t, "ok", func(h *namesRig) {
+		testHookEvent = func(int) {
+			if renameBack.CompareAndSwap(true, false) {
+				_ = os.Rename(filepath.Dir(h.badProg), filepath.Dir(h.okProg))
+			}
+		}
+		t.Cleanup(func() { testHookEvent = nil })
+	})
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	h.move(t, h.badProg)
+	renameBack.Store(true)
+	res, ran := h.runLink(t)
+	assert.False(t, ran, "the program ran under a name the policy denies")
+	assertErrno(t, unix.EPERM, res, "through bad/")
+	d := h.r.last(t)
+	assert.False(t, d.skipped, "the check took a name the workload can change from memory")
+	assert.Equal(t, h.badProg, d.Exec.Resolved)
+	if assert.NotNil(t, d.Result.Rule) {
+		assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+	}
 }

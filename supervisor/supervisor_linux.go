@@ -308,7 +308,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		// Every exec the check lets run is now verified at its exec
 		// event, or decided again with its heads and names read (guard).
 		s.judge.heads = &notScripts{}
-		s.judge.names = &pathNames{}
+		s.judge.names = &pathNames{held: fs.heldTest}
 	}
 	return s, nil
 }

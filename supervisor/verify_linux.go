@@ -560,9 +560,17 @@ func (t *tracer) unmatched(pid int) {
 	}
 }
 
+// testHookEvent, when set (by tests only), runs at an exec event the
+// tracer verifies, before anything of the new image is read: the moment a
+// workload racing the event has, with pid stopped.
+var testHookEvent func(pid int)
+
 // verify decides the new image of pid again, from what the kernel really
 // loaded, before any of it runs.
 func (t *tracer) verify(pid int, tr *tracee) {
+	if testHookEvent != nil {
+		testHookEvent(pid)
+	}
 	start := time.Now()
 	held := -1
 	if tr.hasRoot {
@@ -620,7 +628,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 	if err != nil {
 		return false, d
 	}
-	img, errno := statTarget(pid, exeFD, nil, "")
+	img, errno := statTarget(pid, exeFD, nil, -1, "")
 	if errno != 0 {
 		return false, d
 	}
