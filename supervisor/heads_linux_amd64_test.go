@@ -155,7 +155,8 @@ func TestNotScriptsSkipsTheHeadOfAProgramSeen(t *testing.T) {
 }
 
 // TestNotScriptsOnlyWithATracer: strict mode has no exec event to check a
-// skipped head, so its check never skips one.
+// skipped head or a remembered name, so its check never skips a head and
+// never remembers a name (pathNames).
 func TestNotScriptsOnlyWithATracer(t *testing.T) {
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // New owns it; never polled
 	require.NoError(t, err)
@@ -163,4 +164,5 @@ func TestNotScriptsOnlyWithATracer(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Nil(t, s.judge.heads)
+	assert.Nil(t, s.judge.names)
 }

@@ -63,25 +63,15 @@ func newNamesRig(t *testing.T, at string, before ...func(*namesRig)) *namesRig {
 	}
 	c, fd := startExecClient(t)
 	h.c = c
-	h.r = &running{runErr: make(chan error, 1)}
-	s, err := New(fd, pol, Options{OnDecision: func(d *Verdict) {
-		h.r.mu.Lock()
-		h.r.decisions = append(h.r.decisions, *d)
-		h.r.mu.Unlock()
-	}})
-	if err != nil {
-		unix.Close(fd)
-		t.Fatalf("New: %v", err)
-	}
-	h.r.s = s
-	require.NotNil(t, s.judge.names, "the check remembers names while a tracer verifies")
-	if h.fixed {
-		// A test fake: every name counts as one the sandbox cannot
-		// change, as if the program's directory were on a read-only
-		// mount and the host had renamed it.
-		s.judge.names.held = func(int) func(int) bool { return func(int) bool { return true } }
-	}
-	go func() { h.r.runErr <- s.Run() }()
+	h.r = startSupervisor(t, fd, pol, Options{}, func(s *Supervisor) {
+		require.NotNil(t, s.judge.names, "the check remembers names while a tracer verifies")
+		if h.fixed {
+			// A test fake: every name counts as one the sandbox cannot
+			// change, as if the program's directory were on a read-only
+			// mount and the host had renamed it.
+			s.judge.names.held = func(int) func(int) bool { return func(int) bool { return true } }
+		}
+	})
 	t.Cleanup(func() {
 		h.r.s.Shutdown()
 		_ = h.r.stopped(t, 5e9)
@@ -249,17 +239,6 @@ func TestPathNamesNeedTheEvent(t *testing.T) {
 	if assert.NotNil(t, d.Result.Rule) {
 		assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
 	}
-}
-
-// TestPathNamesOnlyWithATracer: strict mode has no exec event to check a
-// remembered name, so its check never remembers one.
-func TestPathNamesOnlyWithATracer(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // New owns it; never polled
-	require.NoError(t, err)
-	s, err := New(fd, denyFalse(t), Options{Verify: VerifyStrict})
-	require.NoError(t, err)
-	defer s.Close()
-	assert.Nil(t, s.judge.names)
 }
 
 // TestPathNamesNotForNamesTheSandboxCanChange: the red team's race. The

@@ -83,8 +83,9 @@ type running struct {
 }
 
 // startSupervisor runs New(fd, pol, opts) in a goroutine, recording every
-// decision. Cleanup shuts it down and closes it, unless the test wedged it.
-func startSupervisor(t *testing.T, fd int, pol *policy.Policy, opts Options) *running {
+// decision; each setup, when given, runs on the supervisor before it does.
+// Cleanup shuts it down and closes it, unless the test wedged it.
+func startSupervisor(t *testing.T, fd int, pol *policy.Policy, opts Options, setup ...func(*Supervisor)) *running {
 	t.Helper()
 	r := &running{runErr: make(chan error, 1)}
 	next := opts.OnDecision
@@ -102,6 +103,9 @@ func startSupervisor(t *testing.T, fd int, pol *policy.Policy, opts Options) *ru
 		t.Fatalf("New: %v", err)
 	}
 	r.s = s
+	for _, f := range setup {
+		f(s)
+	}
 	go func() { r.runErr <- s.Run() }()
 	return r
 }
