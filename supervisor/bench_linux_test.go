@@ -125,7 +125,7 @@ func BenchmarkOpenTarget(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			t, errno := statTarget(pid, fd, nil, -1, "")
+			t, errno := statTarget(pid, fd)
 			if errno != 0 {
 				b.Fatal(errno)
 			}

@@ -64,7 +64,8 @@ var inRoot = unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RES
 // the answer is EPERM: fail closed, never a decision by name.
 //
 // names, when set, may supply the canonical path instead of the kernel
-// rendering it (see pathNames): only for the supervisor's check.
+// rendering it (target.named; see pathNames): only for the supervisor's
+// check, and never for a magic link's file.
 func openTarget(pid, root int, abs string, names *pathNames) (target, syscall.Errno) {
 	t := target{pid: pid, fd: -1}
 	if !strings.HasPrefix(abs, "/") {
@@ -90,7 +91,16 @@ func openTarget(pid, root int, abs string, names *pathNames) (target, syscall.Er
 	default:
 		return t, unix.EPERM
 	}
-	return statTarget(pid, fd, names, root, key)
+	t, errno := statFile(pid, fd)
+	if errno != 0 {
+		return t, errno
+	}
+	if p, ok := names.get(root, key, t.id); ok {
+		t.path, t.named = p, true
+	} else {
+		t.name(names, key)
+	}
+	return t, 0
 }
 
 // procMagic reports whether rest (a path below /proc) is exactly a
@@ -152,15 +162,23 @@ func openTargetFD(pid int, fd int32) (target, syscall.Errno) {
 		}
 		return target{pid: pid, fd: -1}, unix.EPERM
 	}
-	return statTarget(pid, f, nil, -1, "")
+	return statTarget(pid, f)
 }
 
 // statTarget checks an opened target as the kernel would and fills in its
-// identity and canonical path. It takes ownership of fd. With names, the
-// path is the one remembered for called when it led to this very file and
-// the sandbox (whose root is root) cannot change it (target.named), and a
-// name read is remembered.
-func statTarget(pid, fd int, names *pathNames, root int, called string) (target, syscall.Errno) {
+// identity and canonical path. It takes ownership of fd.
+func statTarget(pid, fd int) (target, syscall.Errno) {
+	t, errno := statFile(pid, fd)
+	if errno == 0 {
+		t.name(nil, "")
+	}
+	return t, errno
+}
+
+// statFile is statTarget without the canonical path: the file's identity
+// and whether the sandbox can write it (openTarget may take the path from
+// pathNames).
+func statFile(pid, fd int) (target, syscall.Errno) {
 	t := target{pid: pid, fd: -1}
 	id, mode, err := fstatID(fd)
 	if err != nil {
@@ -176,11 +194,6 @@ func statTarget(pid, fd int, names *pathNames, root int, called string) (target,
 	if unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY == 0 {
 		t.writable = true // per-mount flags: the sandbox's own view
 	}
-	if p, ok := names.get(root, called, id); ok {
-		t.path, t.named = p, true
-		return t, 0
-	}
-	t.name(names, called)
 	return t, 0
 }
 

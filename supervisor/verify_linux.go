@@ -628,7 +628,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 	if err != nil {
 		return false, d
 	}
-	img, errno := statTarget(pid, exeFD, nil, -1, "")
+	img, errno := statTarget(pid, exeFD)
 	if errno != 0 {
 		return false, d
 	}
