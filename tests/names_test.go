@@ -1,51 +1,11 @@
 package tests
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
-
-// raceRename is a workload racing the exec event: it runs ./l/prog (l leads
-// to the directory bad/, whose programs the policy denies by path) and, the
-// moment the child's /proc/PID/exe shows the new image (the kernel has run
-// the exec; cordon's exec event has not looked yet), renames bad/ to ok/,
-// then back once the child is gone. It prints how many runs of the
-// program exited 0: ran, under a name the policy denies at the exec.
-const raceRename = `
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/wait.h>
-int main(int argc, char **argv) {
-	int rounds = atoi(argv[1]), ran = 0;
-	char buf[4096], ex[64];
-	for (int i = 0; i < rounds; i++) {
-		pid_t c = fork();
-		if (c == 0) { execl("./l/prog", "prog", (char *)0); _exit(99); }
-		snprintf(ex, sizeof ex, "/proc/%d/exe", c);
-		int renamed = 0;
-		for (long k = 0; k < 50000000; k++) {
-			ssize_t n = readlink(ex, buf, sizeof buf - 1);
-			if (n < 0) break;
-			buf[n] = 0;
-			if (strstr(buf, "/bad/prog")) { rename("bad", "ok"); renamed = 1; break; }
-		}
-		int st;
-		waitpid(c, &st, 0);
-		if (renamed) rename("ok", "bad");
-		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) ran++;
-	}
-	printf("ran %d of %d\n", ran, rounds);
-	return 0;
-}
-`
 
 // TestAdvRememberedNameGoneStale: the check may take the canonical name of
 // a file from memory when the same path leads to the same file (device,
@@ -58,14 +18,11 @@ int main(int argc, char **argv) {
 // event, which then sees ok/prog too. A red team ran the program 8-22
 // times in 100 so while the check remembered such names; cordon must
 // render them every time: the check sees bad/prog and refuses.
+// The workload is testdata/adversarial/renamerace.c.
 func TestAdvRememberedNameGoneStale(t *testing.T) {
 	requireSeccompNotify(t)
-	gcc := requireTool(t, "gcc")
 	dir := t.TempDir()
-	src := filepath.Join(dir, "race.c")
-	require.NoError(t, os.WriteFile(src, []byte(raceRename), 0o644))
-	out, err := exec.Command(gcc, "-O2", "-o", filepath.Join(dir, "race"), src).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	buildC(t, dir, "renamerace.c", "race")
 	script := `
 mkdir ok && cp /usr/bin/true ok/prog && ln -s ok l
 ./l/prog; ./l/prog; echo "ok $?"
