@@ -147,6 +147,50 @@ func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (s
 	return path, argv, err
 }
 
+// readImageArgv reads a new image's argv from its initial stack at sp
+// (imageArgv), with words of ptrSize bytes: argc, then argc pointers and a
+// NULL, pointing to the strings the kernel copied end to end from the mm's
+// arg_start — the bytes /proc/PID/cmdline shows, read by the reader that
+// reads the check's argv instead of two /proc lookups, an open, a read and
+// a close (BENCHMARKS, "per-exec, sixth round"). Nothing can have written
+// that memory since the kernel did: the image has not run, its mm is new
+// (no thread or vfork child shares it), and nothing in the sandbox may
+// write another process's memory. Any other shape — argc not the number of
+// pointers, strings not end to end — is errImageShape, never an argv: a
+// wrong word width or a misread stack must not decide an exec. As
+// /proc/PID/cmdline's NUL-separated bytes read, a lone empty string is no
+// argument: the kernel gives an exec with an empty argv that one string
+// (Linux 5.18+), and the check reads such an exec's argv as empty.
+func (m *memReader) readImageArgv(pid int, sp uint64, ptrSize int) ([]string, error) {
+	// argc is the first word, non-zero before the NULL that ends argv (a
+	// zero argc, from a kernel before 5.18, reads as no words at all).
+	m.ptrs = m.ptrs[:0]
+	words, err := m.readPointers(pid, sp, ptrSize)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return []string{}, nil
+	}
+	if words[0] != uint64(len(words)-1) {
+		return nil, fmt.Errorf("%w: argc %d, %d pointers", errImageShape, words[0], len(words)-1)
+	}
+	ptrs := words[1:]
+	argv, _, err := m.readStrings(pid, ptrs, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(ptrs); i++ {
+		if ptrs[i] != ptrs[i-1]+uint64(len(argv[i-1]))+1 {
+			return nil, fmt.Errorf("%w: argument %d not after argument %d", errImageShape, i, i-1)
+		}
+	}
+	if len(argv) == 1 && argv[0] == "" {
+		return []string{}, nil
+	}
+	return argv, nil
+}
+
 // readPointers reads the NULL-terminated pointer array at addr into the
 // reader's own array (m.ptrs's, reused from one exec to the next: its
 // callers reset m.ptrs and keep the result there, and no decision holds it

@@ -536,3 +536,67 @@ func TestReadExec(t *testing.T) {
 		}
 	}
 }
+
+// TestReadImageArgv holds the exec event's reading of a new image's argv
+// from its initial stack (argc, the pointers, a NULL; the strings end to
+// end, as the kernel's loader lays them out) to what /proc/PID/cmdline
+// would say, in both word widths, and refuses every other shape: a count
+// that is not argc, strings that are not end to end, a stack of 4-byte
+// words read as 8-byte ones (an x32 image, which imageArgv then reads
+// again with 4), and a fault.
+func TestReadImageArgv(t *testing.T) {
+	a := newArena(t, arenaSpec{Pages: 64, Holes: readerHoles, Low: true})
+	a.next = readerFree
+	// stack lays out argc, pointers to the strings (end to end unless
+	// gap), a NULL, and returns where argc is; count overrides argc.
+	stack := func(t *testing.T, argv []string, ptrSize int, count int, gap bool) uint64 {
+		ptrs := make([]uint64, len(argv))
+		for i, s := range argv {
+			if gap && i == 1 {
+				a.alloc(t, 3)
+			}
+			ptrs[i] = a.putString(t, s)
+		}
+		b := appendPtr(nil, uint64(count), ptrSize)
+		b = append(b, encodePtrs(ptrs, ptrSize, true)...)
+		b = append(b, encodePtrs([]uint64{0x1234}, ptrSize, true)...) // envp
+		off := a.alloc(t, len(b))
+		a.write(t, off, b)
+		return a.addr(off)
+	}
+	for _, ptrSize := range []int{8, 4} {
+		t.Run(fmt.Sprint(ptrSize), func(t *testing.T) {
+			var m memReader
+			for _, argv := range [][]string{
+				{"/bin/true"},
+				{"git", "push", "--force", "origin", "main"},
+				{"sh", "", "-c", strings.Repeat("long ", 200)},
+				{"a", ""},
+			} {
+				got, err := m.readImageArgv(a.pid(), stack(t, argv, ptrSize, len(argv), false), ptrSize)
+				require.NoError(t, err, "%q", argv)
+				assert.Equal(t, argv, got)
+			}
+			// The kernel's one empty string for an empty argv, and a
+			// zero argc (before Linux 5.18): no argument, as cmdline.
+			got, err := m.readImageArgv(a.pid(), stack(t, []string{""}, ptrSize, 1, false), ptrSize)
+			require.NoError(t, err)
+			assert.Equal(t, []string{}, got)
+			got, err = m.readImageArgv(a.pid(), stack(t, nil, ptrSize, 0, false), ptrSize)
+			require.NoError(t, err)
+			assert.Equal(t, []string{}, got)
+
+			_, err = m.readImageArgv(a.pid(), stack(t, []string{"git", "push"}, ptrSize, 1, false), ptrSize)
+			assert.ErrorIs(t, err, errImageShape, "argc 1, two pointers")
+			_, err = m.readImageArgv(a.pid(), stack(t, []string{"git", "push"}, ptrSize, 3, false), ptrSize)
+			assert.ErrorIs(t, err, errImageShape, "argc 3, two pointers")
+			_, err = m.readImageArgv(a.pid(), stack(t, []string{"git", "push"}, ptrSize, 2, true), ptrSize)
+			assert.ErrorIs(t, err, errImageShape, "strings not end to end")
+			_, err = m.readImageArgv(a.pid(), a.addr(pageSize), ptrSize) // a hole
+			assert.ErrorIs(t, err, errFault)
+		})
+	}
+	var m memReader
+	_, err := m.readImageArgv(a.pid(), stack(t, []string{"git", "push"}, 4, 2, false), 8)
+	assert.ErrorIs(t, err, errImageShape, "4-byte words read as 8")
+}

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,7 +69,7 @@ const (
 //     (PTRACE_O_TRACEEXEC, PTRACE_O_EXITKILL) and waits for the answer;
 //  2. the supervisor answers the notification with CONTINUE;
 //  3. at PTRACE_EVENT_EXEC — the new image is mapped, not one instruction
-//     of it has run — the tracer reads the true argv (/proc/PID/cmdline)
+//     of it has run — the tracer reads the true argv (the image's stack)
 //     and binary (/proc/PID/exe), decides again, and detaches (allow) or
 //     SIGKILLs (deny, reported as "changed after check").
 //
@@ -116,6 +115,7 @@ type tracer struct {
 
 	// Owned by the tracer thread.
 	tracees map[int]*tracee
+	mem     memReader // the new images' argv (decideImage)
 }
 
 type attachReq struct {
@@ -607,8 +607,8 @@ func (t *tracer) verify(pid int, tr *tracee) {
 }
 
 // decideImage decides pid's new image, stopped at PTRACE_EVENT_EXEC, through
-// the judge, as the exec the caller made: the kernel's argv
-// (/proc/PID/cmdline), the file mapped (/proc/PID/exe) and, for a #!
+// the judge, as the exec the caller made: the kernel's argv (from the new
+// stack, memReader.readImageArgv), the file mapped (/proc/PID/exe) and, for a #!
 // script, the script. checked is the decision made at the notification, or
 // zero in ptrace-only supervision. The image must be the file checked (a
 // script's innermost interpreter), and the kernel's argv what was checked
@@ -620,8 +620,9 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 	dir := "/proc/" + strconv.Itoa(pid)
 	d := Verdict{root: -1}
 	deny := policy.Result{Decision: policy.Deny}
-	raw, err := proc.ReadFile(dir+"/cmdline", nil)
+	kargv, err := t.mem.imageArgv(pid)
 	if err != nil {
+		t.log.Debug("exec event: the image's argv unreadable", "pid", pid, "err", err)
 		return false, d
 	}
 	exeFD, err := unix.Open(dir+"/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
@@ -634,7 +635,6 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 	}
 	defer unix.Close(img.fd)
 	img.mapped = true
-	kargv := splitCmdline(raw)
 	d.Exec = policy.Exec{Argv: kargv, Path: img.path}
 	d.Result = deny
 	// The new image runs in its caller's namespaces: they must still be
@@ -801,19 +801,6 @@ func inExec(pid int, arch string) bool {
 		return true
 	}
 	return false
-}
-
-func splitCmdline(raw []byte) []string {
-	raw = bytes.TrimSuffix(raw, []byte{0})
-	if len(raw) == 0 {
-		return []string{}
-	}
-	parts := bytes.Split(raw, []byte{0})
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		out[i] = string(p)
-	}
-	return out
 }
 
 func argv0(argv []string) string {
