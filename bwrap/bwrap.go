@@ -241,7 +241,19 @@ func (s *Spec) Args() ([]string, error) {
 	}
 	binds = pinParents(binds, unreadable)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
+	// A path two rules ask for alike (a git directory's config, protected
+	// by the git layout and by the files policy) is mounted once: each
+	// read-only bind costs bubblewrap a mount and a remount (0.1-0.2 ms
+	// here). Only a repeat of the last bind at that path goes, so a later
+	// --ro-bind of a path still wins over its earlier --bind; binds of a
+	// path's parents all sort before it, so nothing lands between.
+	lastOp := make(map[string]string, len(binds))
 	for _, b := range binds {
+		p := filepath.Clean(b.path)
+		if lastOp[p] == b.op {
+			continue
+		}
+		lastOp[p] = b.op
 		if b.op == "--tmpfs" {
 			a = append(a, b.op, b.path)
 			continue

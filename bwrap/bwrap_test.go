@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -297,6 +298,41 @@ func TestSpecArgsProtect(t *testing.T) {
 		"--ro-bind /w/a/b/cordon.yaml",
 		"--ro-bind /w/a/b/.cordon.yaml",
 	}, binds)
+}
+
+// TestSpecArgsOneMountPerBind: a path asked for twice alike (the git
+// layout's protected config and the files policy's) is bound once, while a
+// --ro-bind after a --bind of the same path, and a --bind after that, all
+// stay: the last one is the mount the sandbox sees.
+func TestSpecArgsOneMountPerBind(t *testing.T) {
+	s := Spec{Dir: "/w", Command: []string{"x"},
+		RW:      []string{"/w/g", "/w/g/", "/w/x"},
+		RO:      []string{"/w/x", "/w/x/"},
+		Protect: []string{"/w/g/config", "/w/g/hooks", "/w/g/config", "/w/g/hooks/"}}
+	args, err := s.Args()
+	require.NoError(t, err)
+	var binds []string
+	for i := 0; i+2 < len(args); i++ {
+		if args[i] == "--bind" || args[i] == "--ro-bind" {
+			binds = append(binds, args[i]+" "+filepath.Clean(args[i+1]))
+			i += 2
+		}
+	}
+	assert.Equal(t, []string{
+		"--ro-bind /",
+		"--bind /w",
+		"--bind /w/g",
+		"--bind /w/x",
+		"--ro-bind /w/x",
+		"--ro-bind /w/g/config",
+		"--ro-bind /w/g/hooks",
+	}, binds)
+
+	s = Spec{Dir: "/w", Command: []string{"x"}, RW: []string{"/w/x"}, RO: []string{"/w/x"}, Protect: []string{"/w/x"}}
+	args, err = s.Args()
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(args, " "), "--bind /w/x /w/x --ro-bind /w/x /w/x --unshare-pid",
+		"a protect after the same --ro-bind is the same mount: one")
 }
 
 // TestSpecArgsPrivate: a private tmpfs lands before the binds below it and
