@@ -154,8 +154,10 @@ func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (s
 // reads the check's argv instead of two /proc lookups, an open, a read and
 // a close (BENCHMARKS, "per-exec, sixth round"). Nothing can have written
 // that memory since the kernel did: the image has not run, its mm is new
-// (no thread or vfork child shares it), and nothing in the sandbox may
-// write another process's memory. Any other shape — argc not the number of
+// (no thread or vfork child shares it), and in the bwrap and landlock tiers
+// nothing in the sandbox may write another process's memory (with
+// --isolation none a sibling can, through /proc/PID/mem, here or once the
+// program runs: README, security model). Any other shape — argc not the number of
 // pointers, strings not end to end — is errImageShape, never an argv: a
 // wrong word width or a misread stack must not decide an exec. As
 // /proc/PID/cmdline's NUL-separated bytes read, a lone empty string is no

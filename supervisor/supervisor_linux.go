@@ -99,8 +99,10 @@ func (d *Verdict) Refused() bool { return d.Errno == unix.EPERM }
 
 // Options configures a Supervisor.
 type Options struct {
-	// OnDecision, when set, is called for every decision, and for every
-	// exec killed at verification. An exec allowed with the caller held
+	// OnDecision, when set, is called for every decision, for every
+	// exec killed at verification, and for every exec whose arguments
+	// changed after the check and that verification allowed as it ran
+	// (Reason ReasonRedecided: the arguments that run). An exec allowed with the caller held
 	// by the tracer is answered first (the caller cannot be reaped, so
 	// its pid cannot be reused, until the callback returns); every other
 	// decision is reported before the caller is answered, while the pid is
@@ -883,7 +885,12 @@ func classify(sd *seccomp.Data) (execCall, error) {
 		return c, fmt.Errorf("syscall %d on unknown arch %#x", sd.Nr, sd.Arch)
 	}
 	a := sd.Args
-	if c.ptrSize == 4 {
+	if c.arch == "i386" {
+		// The kernel reads an i386 call's arguments as 32-bit registers
+		// (SC_IA32_REGS_TO_ARGS). An x32 call's come in full 64-bit
+		// registers, pointers included (its compat wrappers cast them
+		// without truncating): the path and argv are read where the kernel
+		// reads them, and only argv's entries are 4 bytes.
 		for i := range a {
 			a[i] &= 0xffffffff
 		}

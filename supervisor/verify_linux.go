@@ -51,6 +51,12 @@ func ParseVerify(s string) (Verify, error) {
 // because what the kernel ran is not what was checked.
 const ReasonChanged = "changed after check"
 
+// ReasonRedecided is Verdict.Reason for an exec whose arguments changed
+// between the check and the kernel's copy, decided again at
+// PTRACE_EVENT_EXEC as it ran, and allowed: the check's record shows the
+// arguments it read, this one the arguments that run.
+const ReasonRedecided = "changed after check, allowed as run"
+
 const (
 	// execEventWait is how long an attached caller may go without reaching
 	// PTRACE_EVENT_EXEC before the tracer interrupts it to find out whether
@@ -578,6 +584,17 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	}
 	ok, d := t.decideImage(pid, &tr.d, held)
 	if ok {
+		if !t.follow && t.report != nil && !equalArgv(noLoneEmpty(d.Exec.Argv), noLoneEmpty(tr.d.Exec.Argv)) {
+			// Decided again with other arguments than the check read
+			// (another thread rewrote them in between) and allowed: the
+			// record of the check does not say what runs, this one does.
+			// Reported while pid is still stopped, so it is the caller's.
+			r := d
+			r.Time, r.Pid, r.Syscall, r.Arch = start, pid, tr.d.Syscall, tr.d.Arch
+			r.Reason, r.Latency = ReasonRedecided, time.Since(start)
+			t.log.Debug("exec changed after check: allowed as run", "pid", pid, "checked", FormatArgv(tr.d.Exec.Argv), "ran", FormatArgv(d.Exec.Argv))
+			t.report(&r)
+		}
 		if t.exec != nil && d.Exec.Argv != nil {
 			d.Time, d.Pid = start, pid
 			t.exec(&d)
@@ -801,6 +818,16 @@ func inExec(pid int, arch string) bool {
 		return true
 	}
 	return false
+}
+
+// noLoneEmpty is argv with a lone empty string read as no argument, as
+// the exec event reads the kernel's argv (memReader.readImageArgv): the
+// kernel gives an exec with an empty argv that one string.
+func noLoneEmpty(argv []string) []string {
+	if len(argv) == 1 && argv[0] == "" {
+		return nil
+	}
+	return argv
 }
 
 func argv0(argv []string) string {

@@ -35,7 +35,11 @@ _start:
 `
 
 // x32Exec calls execve through the x32 syscall table (nr | 0x40000000)
-// with 32-bit pointers from a non-PIE 64-bit program.
+// with 32-bit pointers from a non-PIE 64-bit program. With the argument
+// "high" the path and the argv array are on its stack, above 4 GiB: the
+// kernel takes an x32 call's pointers as full 64-bit registers (argv's
+// entries are 4 bytes), so the supervisor must read them there too, not at
+// their low 32 bits.
 const x32Exec = `
 #include <errno.h>
 #include <stdio.h>
@@ -45,10 +49,22 @@ static char path[] = "/bin/echo";
 static char a1[] = "from-x32";
 static unsigned int argv32[3];
 static unsigned int envp32[1];
-int main(void) {
+int main(int argc, char **argv) {
+	char hpath[] = "/bin/echo";
+	unsigned int hargv[3] = {0, 0, 0};
 	argv32[0] = (unsigned int)(unsigned long)path;
 	argv32[1] = (unsigned int)(unsigned long)a1;
-	syscall(0x40000000L | 520, path, argv32, envp32);
+	if (argc > 1 && strcmp(argv[1], "high") == 0) {
+		if ((unsigned long)hpath <= 0xffffffffUL) {
+			printf("x32-execve: stack below 4 GiB\n");
+			return 4;
+		}
+		hargv[0] = argv32[0];
+		hargv[1] = argv32[1];
+		syscall(0x40000000L | 520, hpath, hargv, envp32);
+	} else {
+		syscall(0x40000000L | 520, path, argv32, envp32);
+	}
 	printf("x32-execve: %s\n", strerror(errno));
 	return 3;
 }
@@ -107,4 +123,11 @@ func TestX32ExecIsDecided(t *testing.T) {
 	r = runCordon(t, runOpts{dir: dir}, "--", "./x32")
 	assert.NotContains(t, r.stdout, "Operation not permitted")
 	assert.Regexp(t, `^(from-x32|x32-execve: Function not implemented)\n$`, r.stdout)
+
+	// Path and argv above 4 GiB: decided as the kernel would read them
+	// (the path's low 32 bits name nothing mapped: read there, the call
+	// would be answered EFAULT, with no rule asked).
+	r = runCordon(t, runOpts{dir: dir}, "--audit", "-", "--deny", "echo", "--", "./x32", "high")
+	assert.Contains(t, r.stdout, "x32-execve: Operation not permitted", "the x32 call read at its full pointers and denied")
+	assert.Contains(t, r.stderr, `cordon: denied: /bin/echo from-x32 (rule: deny "echo")`)
 }
