@@ -39,14 +39,22 @@ func TestClassify(t *testing.T) {
 			want: execCall{name: "execveat", arch: "x86_64", ptrSize: 8, dirfd: 7, path: 0x1000, argv: 0x2000},
 		},
 		{
-			name: "x32 execve: 4-byte pointers, arguments masked to 32 bits",
+			// The kernel takes an x32 call's pointers as full 64-bit
+			// registers (only argv's entries are 4 bytes): cut to 32
+			// bits they would name other memory than it reads.
+			name: "x32 execve: 4-byte argv entries, pointers whole",
 			data: seccomp.Data{Arch: unix.AUDIT_ARCH_X86_64, Nr: x32Bit | 520, Args: [6]uint64{hi | 0x1000, hi | 0x2000, hi | 0x3000}},
-			want: execCall{name: "execve", arch: "x32", ptrSize: 4, dirfd: unix.AT_FDCWD, path: 0x1000, argv: 0x2000},
+			want: execCall{name: "execve", arch: "x32", ptrSize: 4, dirfd: unix.AT_FDCWD, path: hi | 0x1000, argv: hi | 0x2000},
 		},
 		{
-			name: "x32 execveat with 32-bit AT_FDCWD",
+			name: "x32 execveat with 32-bit AT_FDCWD; fd and flags are ints",
 			data: seccomp.Data{Arch: unix.AUDIT_ARCH_X86_64, Nr: x32Bit | 545, Args: [6]uint64{fdcwd32, hi | 0x1000, hi | 0x2000, 0, hi | unix.AT_EMPTY_PATH}},
-			want: execCall{name: "execveat", arch: "x32", ptrSize: 4, dirfd: unix.AT_FDCWD, path: 0x1000, argv: 0x2000, flags: unix.AT_EMPTY_PATH},
+			want: execCall{name: "execveat", arch: "x32", ptrSize: 4, dirfd: unix.AT_FDCWD, path: hi | 0x1000, argv: hi | 0x2000, flags: unix.AT_EMPTY_PATH},
+		},
+		{
+			name: "x86_64 execveat flags with a garbage upper half (an int to the kernel)",
+			data: seccomp.Data{Arch: unix.AUDIT_ARCH_X86_64, Nr: 322, Args: [6]uint64{7, 0x1000, 0x2000, 0, hi | unix.AT_EMPTY_PATH}},
+			want: execCall{name: "execveat", arch: "x86_64", ptrSize: 8, dirfd: 7, path: 0x1000, argv: 0x2000, flags: unix.AT_EMPTY_PATH},
 		},
 		{
 			name: "i386 execve",

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/cordon-sandbox/cordon/policy"
@@ -23,12 +24,14 @@ func TestChangedArgvAllowedIsReported(t *testing.T) {
 		Rules:   []policy.Rule{{Decision: policy.Deny, Pattern: "test c", Source: "test"}},
 	})
 	require.NoError(t, err)
-	var rewrite string
+	var rewrite atomic.Value // string: what argv[1] becomes after the check
+	rewrite.Store("")
 	testHookChecked = func(s *Supervisor, d *Verdict) {
-		if rewrite == "" || len(d.Exec.Argv) < 2 || d.Exec.Argv[1] != "a" {
+		to := rewrite.Load().(string)
+		if to == "" || len(d.Exec.Argv) < 2 || d.Exec.Argv[1] != "a" {
 			return
 		}
-		b := []byte(rewrite)
+		b := []byte(to)
 		local := []unix.Iovec{{Base: &b[0]}}
 		local[0].SetLen(len(b))
 		remote := []unix.RemoteIovec{{Base: uintptr(s.mem.ptrs[1]), Len: len(b)}}
@@ -55,7 +58,7 @@ func TestChangedArgvAllowedIsReported(t *testing.T) {
 
 	// Changed to an allowed argv: it runs as changed (exit 1: b is not a),
 	// and both records are there.
-	rewrite = "b"
+	rewrite.Store("b")
 	assertExit(t, 1, run(t, c, "/usr/bin/test", "a", "=", "a"), "test a = a, run as test b = a")
 	checked := records("/usr/bin/test", "a", "=", "a")
 	require.Len(t, checked, 2, "the check's record")
@@ -73,7 +76,7 @@ func TestChangedArgvAllowedIsReported(t *testing.T) {
 	}
 
 	// Changed to a denied argv: killed before it runs, reported as such.
-	rewrite = "c"
+	rewrite.Store("c")
 	res := run(t, c, "/usr/bin/test", "a", "=", "a")
 	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed it)") {
 		assert.Equal(t, -1, *res.Exit, "killed at the exec event")

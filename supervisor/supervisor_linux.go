@@ -898,7 +898,9 @@ func classify(sd *seccomp.Data) (execCall, error) {
 	if execveat {
 		c.name = "execveat"
 		c.dirfd = int32(uint32(a[0]))
-		c.path, c.argv, c.flags = a[1], a[2], a[4]
+		// flags is an int to the kernel on every ABI: its upper half is
+		// never read.
+		c.path, c.argv, c.flags = a[1], a[2], a[4]&0xffffffff
 	} else {
 		c.name = "execve"
 		c.path, c.argv = a[0], a[1]
