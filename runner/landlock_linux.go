@@ -459,16 +459,21 @@ func canonicalBox(box bwrap.Spec) bwrap.Spec {
 	if box.Dir != "" {
 		box.Dir = canonicalPath(box.Dir)
 	}
-	canon := func(ps []string) []string {
-		out := make([]string, len(ps))
-		for i, p := range ps {
-			out[i] = canonicalPath(p)
-		}
-		return out
-	}
-	box.RW = canon(box.RW)
-	box.Hide = canon(box.Hide)
-	box.HideFiles = canon(box.HideFiles)
-	box.Protect = canon(box.Protect)
+	box.RW = canonicalPaths(box.RW)
+	box.Hide = canonicalPaths(box.Hide)
+	box.HideFiles = canonicalPaths(box.HideFiles)
+	box.Protect = canonicalPaths(box.Protect)
 	return box
+}
+
+// canonicalPaths is canonicalPath of each of ps, in a new slice.
+func canonicalPaths(ps []string) []string {
+	if ps == nil {
+		return nil
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = canonicalPath(p)
+	}
+	return out
 }

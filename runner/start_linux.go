@@ -289,6 +289,14 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	if err := checkDir(sp.box.Dir); err != nil {
 		return nil, err
 	}
+	// --rw and --ro by where they lead. bubblewrap mounts a bind where its
+	// path resolves, but the layout orders binds, and finds what they
+	// hold, by the paths as written: a symlink the workload planted
+	// (a/b/c/d/e/f -> ../../../../../.git/.) given as --rw in a later run
+	// sorted after the read-only binds of .git/config and .git/hooks and
+	// landed on .git over them (a red team's). Resolved, it is a bind of
+	// .git, ordered before what it holds and walked as what it is.
+	sp.box.RW, sp.box.RO = canonicalPaths(sp.box.RW), canonicalPaths(sp.box.RO)
 	if sp.box.Net, err = netMode(sp.box.Net, sp.policy, sp.isolation); err != nil {
 		return nil, err
 	}

@@ -373,6 +373,50 @@ func TestGitForgedLinksBindNothing(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(vgit, "refs", "heads", "planted"))
 }
 
+// TestGitRwThroughPlantedSymlinkProtectsNothingLess: one run plants
+// symlinks in the working directory, a/b/c/d/e/f -> the repository's .git
+// and x/y/z -> the working directory itself; a later run is given both as
+// --rw (a user taking an agent's advice). bubblewrap mounts a bind where
+// its path leads, so those binds are .git and the working directory; the
+// layout ordered them by the paths as written (deeper than .git/config)
+// and they landed over the read-only binds of .git/config, .git/hooks and
+// cordon.yaml (a red team's). Resolved first, they are ordered before
+// what they hold: every protected file stays read-only.
+func TestGitRwThroughPlantedSymlinkProtectsNothingLess(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "git")
+	env := gitEnv(t)
+	repo := filepath.Join(t.TempDir(), "repo")
+	newRepo(t, env, repo)
+	policyFile := filepath.Join(repo, "cordon.yaml")
+	require.NoError(t, os.WriteFile(policyFile, []byte("version: 1\ndefault: allow\n"), 0o644))
+	r := runCordon(t, runOpts{dir: repo, env: env}, "policy", "trust", policyFile)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCordon(t, runOpts{dir: repo, env: env}, "--", "sh", "-c",
+		`mkdir -p a/b/c/d/e x/y && ln -s ../../../../../.git/. a/b/c/d/e/f && ln -s ../.. x/y/z`)
+	require.Equal(t, 0, r.code, r.stderr)
+	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+
+	r = runCordon(t, runOpts{dir: repo, env: env}, "--rw", "a/b/c/d/e/f", "--rw", "x/y/z", "--", "sh", "-c", `
+for f in .git/config a/b/c/d/e/f/config cordon.yaml x/y/z/cordon.yaml; do
+	if (echo '[core] fsmonitor = touch planted' >> "$f") 2>/dev/null; then echo "wrote $f"; fi
+done
+for d in .git/hooks a/b/c/d/e/f/hooks; do
+	if (echo 'touch planted' > "$d/pre-commit") 2>/dev/null; then echo "wrote $d/pre-commit"; fi
+done
+echo done`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "done\n", r.stdout, "a protected file was written through a planted --rw symlink")
+	after, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+	assert.Equal(t, string(config), string(after))
+	assert.NoFileExists(t, filepath.Join(repo, ".git", "hooks", "pre-commit"))
+	body, err := os.ReadFile(policyFile)
+	require.NoError(t, err)
+	assert.Equal(t, "version: 1\ndefault: allow\n", string(body))
+}
+
 // TestGitWorktreeSession: a daemon session started in a linked worktree
 // gets the same git view as a one-shot run (one start path).
 func TestGitWorktreeSession(t *testing.T) {
