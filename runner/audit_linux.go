@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
@@ -15,16 +18,22 @@ import (
 
 // auditRecord is one line of --audit output.
 type auditRecord struct {
-	Kind      string   `json:"kind"`
-	Time      string   `json:"time"`
-	Pid       int      `json:"pid"`
-	Ppid      int      `json:"ppid,omitempty"`
-	Cwd       string   `json:"cwd,omitempty"`
-	Syscall   string   `json:"syscall"`
-	Arch      string   `json:"arch"`
-	Path      string   `json:"path"`
-	Resolved  string   `json:"resolved"`
-	Argv      []string `json:"argv"`
+	Kind     string   `json:"kind"`
+	Time     string   `json:"time"`
+	Pid      int      `json:"pid"`
+	Ppid     int      `json:"ppid,omitempty"`
+	Cwd      string   `json:"cwd,omitempty"`
+	Syscall  string   `json:"syscall"`
+	Arch     string   `json:"arch"`
+	Path     string   `json:"path"`
+	Resolved string   `json:"resolved"`
+	Argv     []string `json:"argv"`
+	// PathB64 and ArgvB64 are the exact bytes of the path and of every
+	// argument, base64, when any of them is not valid UTF-8: JSON strings
+	// carry text, and Path and Argv show such bytes as U+FFFD, so two
+	// different execs would read alike.
+	PathB64   string   `json:"path_b64,omitempty"`
+	ArgvB64   []string `json:"argv_b64,omitempty"`
 	Decision  string   `json:"decision"`
 	Rule      string   `json:"rule"`
 	RuleID    string   `json:"rule_id,omitempty"`
@@ -59,6 +68,15 @@ func writeAudit(w io.Writer, d *supervisor.Verdict) {
 	}
 	if d.Result.Rule != nil {
 		rec.RuleID = d.Result.Rule.Source
+	}
+	if !utf8.ValidString(d.Exec.Path) {
+		rec.PathB64 = base64.StdEncoding.EncodeToString([]byte(d.Exec.Path))
+	}
+	if slices.ContainsFunc(d.Exec.Argv, func(a string) bool { return !utf8.ValidString(a) }) {
+		rec.ArgvB64 = make([]string, len(d.Exec.Argv))
+		for i, a := range d.Exec.Argv {
+			rec.ArgvB64[i] = base64.StdEncoding.EncodeToString([]byte(a))
+		}
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {

@@ -131,6 +131,18 @@ func TestWriteAudit(t *testing.T) {
 			want:   map[string]any{"decision": "allow", "rule": "default allow"},
 		},
 		{
+			// JSON strings carry text: bytes that are not UTF-8 read as
+			// U+FFFD in argv, so the exact bytes go beside them.
+			name: "arguments that are not UTF-8",
+			mutate: func(d *supervisor.Verdict) {
+				d.Result = policy.Result{Decision: policy.Allow}
+				d.Exec.Argv = []string{"rm", "rm-\xff"}
+				d.Exec.Path = "/bin/\xfe"
+			},
+			want: map[string]any{"argv": []any{"rm", "rm-\ufffd"}, "argv_b64": []any{"cm0=", "cm0t/w=="},
+				"path": "/bin/\ufffd", "path_b64": "L2Jpbi/+"},
+		},
+		{
 			name:   "refused before the policy: missing file",
 			mutate: func(d *supervisor.Verdict) { d.Errno = unix.ENOENT },
 			want:   map[string]any{"decision": "error", "rule": "", "error": "ENOENT", "errno": float64(unix.ENOENT)},
@@ -155,6 +167,15 @@ func TestWriteAudit(t *testing.T) {
 			if _, ok := tc.want["errno"]; !ok {
 				assert.NotContains(t, rec, "errno")
 			}
+			if _, ok := tc.want["argv_b64"]; !ok {
+				// The base's third argument is the byte 0xff.
+				assert.Equal(t, []any{"Z2l0", "cHVzaA==", "/w=="}, rec["argv_b64"], "the exact bytes beside U+FFFD")
+				assert.NotContains(t, rec, "path_b64", "only for a path that is not UTF-8")
+			}
+			d.Exec.Argv, d.Exec.Path = []string{"git", "push"}, "/usr/bin/git"
+			buf.Reset()
+			writeAudit(&buf, &d)
+			assert.NotContains(t, buf.String(), "_b64", "only for bytes that are not UTF-8")
 		})
 	}
 }
