@@ -452,17 +452,37 @@ func canonicalPath(p string) string {
 	return p
 }
 
-// canonicalBox resolves the paths of the landlock tier's layout that are
-// compared to one another: the working directory, the writable binds
-// (--rw, git's) and what must stay out of reach (daemon directories).
+// canonicalBox resolves every path of a layout to where it really is: the
+// working directory's bind, the writable and read-only binds (--rw, --ro,
+// the files policy's, git's), the private directories, what is protected,
+// unreadable or hidden. The landlock tier decides by where a file really
+// is, and compares these paths to one another. bubblewrap mounts a bind
+// where its path leads while bwrap.Spec orders binds, and finds which bind
+// holds a protected path, by the paths as given: a working directory
+// reached through a symlink held none of the protected paths the files walk
+// found (they are real), and a bind through a planted symlink (a policy's
+// allow_write path a run replaced with a link to the repository) sorted
+// after the read-only binds it then covered (red teams of this stop).
+// Resolved, the order and the holding are those of the mounts. The
+// command's own working directory (configMsg.Dir) stays as given.
 func canonicalBox(box bwrap.Spec) bwrap.Spec {
 	if box.Dir != "" {
 		box.Dir = canonicalPath(box.Dir)
 	}
 	box.RW = canonicalPaths(box.RW)
+	box.RO = canonicalPaths(box.RO)
+	box.ROTry = canonicalPaths(box.ROTry)
+	box.Private = canonicalPaths(box.Private)
 	box.Hide = canonicalPaths(box.Hide)
 	box.HideFiles = canonicalPaths(box.HideFiles)
 	box.Protect = canonicalPaths(box.Protect)
+	if box.Unreadable != nil {
+		u := make([]bwrap.Unreadable, len(box.Unreadable))
+		for i, x := range box.Unreadable {
+			u[i] = bwrap.Unreadable{Path: canonicalPath(x.Path), Dir: x.Dir}
+		}
+		box.Unreadable = u
+	}
 	return box
 }
 

@@ -58,6 +58,7 @@ func newControlPair() (*frameConn, *os.File, error) {
 // runs exe as the init in a sandbox shaped by spec (its Exe, Command and
 // Privileged are set here).
 func sandboxArgv(bw, exe string, spec bwrap.Spec) ([]string, error) {
+	spec = canonicalBox(spec)
 	spec.Exe, spec.Command, spec.Privileged = exe, []string{exe, InitArg}, os.Geteuid() == 0
 	args, err := spec.Args()
 	if err != nil {
@@ -297,6 +298,17 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	// landed on .git over them (a red team's). Resolved, it is a bind of
 	// .git, ordered before what it holds and walked as what it is.
 	sp.box.RW, sp.box.RO = canonicalPaths(sp.box.RW), canonicalPaths(sp.box.RO)
+	// The working directory is bound where it really is (canonicalBox, at
+	// the layout's end); the command starts in it as given, through its
+	// links, unless those lie where the sandbox has a fresh tmpfs (/tmp in
+	// this tier, the hidden directories): there the link is not there and
+	// the command starts in the real directory.
+	if sp.isolation == IsolationBwrap && sp.box.Dir != "" && cfg.Dir == sp.box.Dir {
+		if real := canonicalPath(sp.box.Dir); real != filepath.Clean(sp.box.Dir) &&
+			slices.ContainsFunc(append([]string{"/tmp"}, sp.box.Hide...), func(t string) bool { return under(sp.box.Dir, t) }) {
+			cfg.Dir = real
+		}
+	}
 	if sp.box.Net, err = netMode(sp.box.Net, sp.policy, sp.isolation); err != nil {
 		return nil, err
 	}
@@ -730,14 +742,15 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sp.isolation == IsolationLandlock {
-		// Landlock decides by where a file really is, and every check
-		// of this tier compares paths (the trust store or a daemon's
-		// directory inside the writable set, deny_read inside it): a
-		// working directory or --rw reached through a symlink (cd
-		// /tmp/h, h -> $HOME) must compare as its real path.
-		box = canonicalBox(box)
-	}
+	// Landlock decides by where a file really is, and bubblewrap mounts a
+	// bind where its path leads; the files walk and the layout compare
+	// paths (the trust store or a daemon's directory inside the writable
+	// set, deny_read inside it, which bind holds a protected file, what
+	// the private /tmp covers): a working directory or --rw reached
+	// through a symlink (cd /tmp/h, h -> $HOME) must compare as its real
+	// path. What the files policy adds below is resolved with the rest
+	// when the layout is handed over (sandboxArgv, llBox).
+	box = canonicalBox(box)
 	if sp.policy != nil {
 		fl, err := planFiles(sp.policy.FilePolicy(), box, home, sp.isolation == IsolationBwrap)
 		if err != nil {
@@ -777,7 +790,7 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	if sp.isolation == IsolationLandlock {
 		// The same layout, enforced by the ruleset (sp.landlock) and the
 		// supervisor's refusal of protected names.
-		sp.llBox = box
+		sp.llBox = canonicalBox(box)
 		return []string{exe, InitArg}, nil
 	}
 	return sandboxArgv(bw, exe, box)

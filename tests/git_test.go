@@ -417,6 +417,74 @@ echo done`)
 	assert.Equal(t, "version: 1\ndefault: allow\n", string(body))
 }
 
+// tryWrites appends a line to each file given and prints "wrote F" for
+// each write that succeeded, then "done".
+const tryWrites = `for f in "$@"; do
+	if (echo '[core] fsmonitor = touch planted' >> "$f") 2>/dev/null; then echo "wrote $f"; fi
+done
+echo done`
+
+// TestProtectedThroughSymlinkedLayout: protected files stay read-only when
+// the layout reaches them through symlinks: a working directory entered
+// through a link (the files walk finds real paths, which no bind of the
+// link's path held, so none was protected), and a policy's allow_write
+// path that one run replaced with a link to the repository (its bind
+// sorted after the read-only binds it then covered). Both were a red
+// team's; every path of the layout is now resolved before bubblewrap gets
+// it.
+func TestProtectedThroughSymlinkedLayout(t *testing.T) {
+	requireSeccompNotify(t)
+	requireTool(t, "git")
+	env := gitEnv(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "real")
+	newRepo(t, env, repo)
+	for _, f := range []string{"sub/guard.txt", ".claude/settings.json", "sub/cordon.yaml"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(repo, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(repo, f), []byte("version: 1\n"), 0o644))
+	}
+	files := []string{"sub/guard.txt", ".claude/settings.json", "sub/cordon.yaml", ".git/config"}
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		for _, f := range files[:3] {
+			b, err := os.ReadFile(filepath.Join(repo, f))
+			require.NoError(t, err)
+			assert.Equal(t, "version: 1\n", string(b), f)
+		}
+	}
+
+	t.Run("working directory through a symlink", func(t *testing.T) {
+		via := filepath.Join(root, "via")
+		require.NoError(t, os.Symlink("real", via))
+		// PWD as a shell that ran cd via sets it: cordon's working
+		// directory is the link's path.
+		r := runCordon(t, runOpts{dir: via, env: append([]string{"PWD=" + via}, env...)},
+			append([]string{"--debug", "--deny-write", "sub/guard.txt", "--", "sh", "-c", tryWrites, "sh"}, files...)...)
+		require.Contains(t, r.stderr, "--chdir "+repo, "cordon took the link's path for its working directory")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "done\n", r.stdout, "a protected file was written from a working directory entered through a link")
+		unchanged(t)
+	})
+
+	t.Run("allow_write replaced by a link to the repository", func(t *testing.T) {
+		out := filepath.Join(repo, "out", "a", "b", "c", "d")
+		require.NoError(t, os.MkdirAll(filepath.Join(out, "f"), 0o755))
+		policyFile := filepath.Join(repo, "cordon.yaml")
+		require.NoError(t, os.WriteFile(policyFile, []byte("version: 1\ndefault: allow\nfiles:\n  allow_write: ["+filepath.Join(out, "f")+"]\n"), 0o644))
+		r := runCordon(t, runOpts{dir: repo, env: env}, "policy", "trust", policyFile)
+		require.Equal(t, 0, r.code, r.stderr)
+		// The workload's run: the allow_write path becomes a link to the
+		// repository (its parent moved aside, a directory made there).
+		r = runCordon(t, runOpts{dir: repo, env: env}, "--", "sh", "-c",
+			`mv out/a/b/c/d out/a/b/c/d.old && mkdir out/a/b/c/d && ln -s ../../../../.. out/a/b/c/d/f`)
+		require.Equal(t, 0, r.code, r.stderr)
+		r = runCordon(t, runOpts{dir: repo, env: env}, append([]string{"--deny-write", "sub/guard.txt", "--", "sh", "-c", tryWrites, "sh"}, append(files, "cordon.yaml")...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "done\n", r.stdout, "a protected file was written through a planted allow_write link")
+		unchanged(t)
+	})
+}
+
 // TestGitWorktreeSession: a daemon session started in a linked worktree
 // gets the same git view as a one-shot run (one start path).
 func TestGitWorktreeSession(t *testing.T) {
