@@ -211,49 +211,7 @@ func (s *Spec) Args() ([]string, error) {
 		"--remount-ro", "/proc",
 		"--tmpfs", "/tmp",
 	}
-	// A bind hides whatever was mounted below its path before it, so
-	// parents go first: --ro ~ must not cover a writable working directory
-	// or --rw ~/.cache. Binds of equal depth keep their order (a later --ro
-	// of the same path wins).
-	var binds []bind
-	if s.Dir != "" && filepath.Clean(s.Dir) != "/" {
-		binds = append(binds, bind{"--bind", s.Dir})
-	}
-	for _, p := range s.RW {
-		binds = append(binds, bind{"--bind", p})
-	}
-	for _, p := range s.RO {
-		binds = append(binds, bind{"--ro-bind", p})
-	}
-	for _, p := range s.ROTry {
-		binds = append(binds, bind{"--ro-bind-try", p})
-	}
-	for _, p := range s.Private {
-		binds = append(binds, bind{"--tmpfs", p})
-	}
-	binds = protect(binds, s.Protect)
-	// An unreadable path's parents are pinned as a protected path's are:
-	// a parent moved aside in one run (mv ~/.ssh ~/.s) would otherwise
-	// take the secret out from under the rule for the next.
-	unreadable := make([]string, len(s.Unreadable))
-	for i, u := range s.Unreadable {
-		unreadable[i] = u.Path
-	}
-	binds = pinParents(binds, unreadable)
-	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
-	// A path two rules ask for alike (a git directory's config, protected
-	// by the git layout and by the files policy) is mounted once: each
-	// read-only bind costs bubblewrap a mount and a remount (0.1-0.2 ms
-	// here). Only a repeat of the last bind at that path goes, so a later
-	// --ro-bind of a path still wins over its earlier --bind; binds of a
-	// path's parents all sort before it, so nothing lands between.
-	lastOp := make(map[string]string, len(binds))
-	for _, b := range binds {
-		p := filepath.Clean(b.path)
-		if lastOp[p] == b.op {
-			continue
-		}
-		lastOp[p] = b.op
+	for _, b := range s.binds() {
 		if b.op == "--tmpfs" {
 			a = append(a, b.op, b.path)
 			continue
@@ -297,6 +255,99 @@ func (s *Spec) Args() ([]string, error) {
 	}
 	a = append(a, "--")
 	return append(a, s.Command...), nil
+}
+
+// binds is the spec's binds and private tmpfs mounts in the order they are
+// mounted, each path once per change of what is mounted there.
+func (s *Spec) binds() []bind {
+	// A bind hides whatever was mounted below its path before it, so
+	// parents go first: --ro ~ must not cover a writable working directory
+	// or --rw ~/.cache. Binds of equal depth keep their order (a later --ro
+	// of the same path wins).
+	var binds []bind
+	if s.Dir != "" && filepath.Clean(s.Dir) != "/" {
+		binds = append(binds, bind{"--bind", s.Dir})
+	}
+	for _, p := range s.RW {
+		binds = append(binds, bind{"--bind", p})
+	}
+	for _, p := range s.RO {
+		binds = append(binds, bind{"--ro-bind", p})
+	}
+	for _, p := range s.ROTry {
+		binds = append(binds, bind{"--ro-bind-try", p})
+	}
+	for _, p := range s.Private {
+		binds = append(binds, bind{"--tmpfs", p})
+	}
+	binds = protect(binds, s.Protect)
+	// An unreadable path's parents are pinned as a protected path's are:
+	// a parent moved aside in one run (mv ~/.ssh ~/.s) would otherwise
+	// take the secret out from under the rule for the next.
+	unreadable := make([]string, len(s.Unreadable))
+	for i, u := range s.Unreadable {
+		unreadable[i] = u.Path
+	}
+	binds = pinParents(binds, unreadable)
+	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
+	// A path two rules ask for alike (a git directory's config, protected
+	// by the git layout and by the files policy) is mounted once: each
+	// read-only bind costs bubblewrap a mount and a remount (0.1-0.2 ms
+	// here). Only a repeat of the last bind at that path goes, so a later
+	// --ro-bind of a path still wins over its earlier --bind; binds of a
+	// path's parents all sort before it, so nothing lands between.
+	lastOp := make(map[string]string, len(binds))
+	out := binds[:0]
+	for _, b := range binds {
+		p := filepath.Clean(b.path)
+		if lastOp[p] == b.op {
+			continue
+		}
+		lastOp[p] = b.op
+		out = append(out, b)
+	}
+	return out
+}
+
+// ReadOnlyPaths lists the paths the spec makes read-only inside the sandbox
+// that nothing mounted later at the same path makes writable again: the
+// read-only binds (must; try: those bound only if they still exist), the
+// protected paths' own binds, the unreadable covers. A layout bubblewrap set
+// up as asked has each on a read-only mount; one whose path changed between
+// the spec and bubblewrap's mount (a link swapped in by another sandbox)
+// may not (the runner checks, checkReadOnly).
+func (s *Spec) ReadOnlyPaths() (must, try []string) {
+	last := map[string]string{}
+	var order []string
+	for _, b := range s.binds() {
+		p := filepath.Clean(b.path)
+		if _, ok := last[p]; !ok {
+			order = append(order, p)
+		}
+		last[p] = b.op
+	}
+	// What a hidden directory's empty tmpfs covers is not there at all.
+	hidden := func(p string) bool {
+		return slices.ContainsFunc(s.Hide, func(h string) bool {
+			h = filepath.Clean(h)
+			return p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/")
+		})
+	}
+	for _, p := range order {
+		switch {
+		case hidden(p):
+		case last[p] == "--ro-bind":
+			must = append(must, p)
+		case last[p] == "--ro-bind-try":
+			try = append(try, p)
+		}
+	}
+	for _, u := range s.Unreadable {
+		if p := filepath.Clean(u.Path); !hidden(p) {
+			must = append(must, p)
+		}
+	}
+	return must, try
 }
 
 type bind struct{ op, path string }

@@ -409,3 +409,22 @@ func TestArgsFiles(t *testing.T) {
 		t.Error("an unreadable file without a placeholder must be an error")
 	}
 }
+
+// TestReadOnlyPaths: the paths a spec leaves read-only are its read-only
+// binds (a --ro of a --rw path wins: read-only binds of a path come after
+// its writable ones), the protected paths' own binds and the unreadable
+// covers; not a protected path no writable bind holds (the read-only root
+// has it), nor what a hidden directory's tmpfs covers.
+func TestReadOnlyPaths(t *testing.T) {
+	s := Spec{Dir: "/w", Command: []string{"x"},
+		RW:         []string{"/w/x", "/w/re"},
+		RO:         []string{"/w/x/ro", "/w/re", "/h/cordon/ro"},
+		ROTry:      []string{"/w/g/maybe"},
+		Protect:    []string{"/w/cordon.yaml", "/w/a/b/.git/config", "/elsewhere/f"},
+		Unreadable: []Unreadable{{Path: "/w/secret"}, {Path: "/h/cordon/s"}},
+		Hide:       []string{"/h/cordon"},
+	}
+	must, try := s.ReadOnlyPaths()
+	assert.ElementsMatch(t, []string{"/w/re", "/w/cordon.yaml", "/w/x/ro", "/w/a/b/.git/config", "/w/secret"}, must)
+	assert.Equal(t, []string{"/w/g/maybe"}, try)
+}

@@ -380,3 +380,49 @@ func TestBwrapOptions(t *testing.T) {
 	assert.Equal(t, "--ro-bind\x00/\x00/\x00", b.String())
 	assert.Error(t, writeArgs(&b, []string{"a\x00b"}))
 }
+
+// TestLayoutChangedBeforeMountIsRefused: the layout is worked out from
+// paths, and bubblewrap resolves each bind's path again when it mounts it.
+// Between the two, a directory on a --rw path becomes a link to the
+// working directory (what another sandbox of the same user writing the
+// tree could do: a red team's race, 1-3 runs in 100): the writable bind
+// lands on the working directory, over the read-only bind of a deny_write
+// file. The sandbox is checked before its command starts, and the run is
+// refused; unchanged, the same run goes.
+func TestLayoutChangedBeforeMountIsRefused(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	dir := t.TempDir()
+	guard := filepath.Join(dir, "guard.txt")
+	require.NoError(t, os.WriteFile(guard, []byte("keep\n"), 0o644))
+	rw := filepath.Join(dir, "a", "b", "c", "d", "e")
+	require.NoError(t, os.MkdirAll(rw, 0o755))
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Files:   policy.FilePolicy{DenyWrite: []policy.FileRule{{Pattern: guard, Source: "test"}}},
+	})
+	require.NoError(t, err)
+	run := func() runOutcome {
+		return runCordon(t, IsolationBwrap, func(o *Options) {
+			o.Policy, o.Dir, o.RW = pol, dir, []string{rw}
+		}, "sh", "-c", "echo changed >> "+guard+"; echo RAN")
+	}
+
+	o := run()
+	require.NoError(t, o.err)
+	assert.Contains(t, o.stdout, "RAN", "the unchanged layout runs")
+
+	testHookLayout = func() {
+		require.NoError(t, os.Rename(rw, rw+".old"))
+		require.NoError(t, os.Symlink("../../../..", rw))
+	}
+	t.Cleanup(func() { testHookLayout = nil })
+	o = run()
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+	assert.Contains(t, o.err.Error(), guard+", which the sandbox must not change, is writable in it")
+	assert.NotContains(t, o.stdout, "RAN")
+	b, err := os.ReadFile(guard)
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(b))
+}

@@ -58,7 +58,6 @@ func newControlPair() (*frameConn, *os.File, error) {
 // runs exe as the init in a sandbox shaped by spec (its Exe, Command and
 // Privileged are set here).
 func sandboxArgv(bw, exe string, spec bwrap.Spec) ([]string, error) {
-	spec = canonicalBox(spec)
 	spec.Exe, spec.Command, spec.Privileged = exe, []string{exe, InitArg}, os.Geteuid() == 0
 	args, err := spec.Args()
 	if err != nil {
@@ -176,6 +175,10 @@ type startSpec struct {
 	onFile func(FileEvent)
 	// files is the files policy expanded for this sandbox (set by argv).
 	files *fileLayout
+	// readOnly and readOnlyTry are the paths the bwrap tier's layout
+	// binds read-only (set by argv; bwrap.Spec.ReadOnlyPaths), proven so
+	// in the sandbox before its command starts (checkReadOnly).
+	readOnly, readOnlyTry []string
 	// llBox is the landlock tier's layout: the box as bubblewrap would
 	// get it (git and files policy applied), set by argv.
 	llBox bwrap.Spec
@@ -558,6 +561,9 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	if err != nil {
 		return abandon(err)
 	}
+	if testHookLayout != nil {
+		testHookLayout()
+	}
 	s.queue = sp.queue // git's queued commands at start, known from the layout
 	log.Debug("starting sandbox", "argv", bwrap.Describe(argv))
 	if argsW != nil {
@@ -787,12 +793,16 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 			}
 		}
 	}
+	// Resolved again with what the files policy added (allow_write,
+	// read_only, nested repositories' binds).
+	box = canonicalBox(box)
 	if sp.isolation == IsolationLandlock {
 		// The same layout, enforced by the ruleset (sp.landlock) and the
 		// supervisor's refusal of protected names.
-		sp.llBox = canonicalBox(box)
+		sp.llBox = box
 		return []string{exe, InitArg}, nil
 	}
+	sp.readOnly, sp.readOnlyTry = box.ReadOnlyPaths()
 	return sandboxArgv(bw, exe, box)
 }
 
@@ -927,6 +937,11 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	s.initPid = int(s.conn.pid)
 	if !s.bare {
 		s.nsInit = nsInitPidfd(s.initPid)
+		if err := checkReadOnly(s.initPid, sp.readOnly, sp.readOnlyTry); err != nil {
+			closeAll(fds)
+			closeAll(netFDs)
+			return &SetupError{Err: err}
+		}
 	}
 	opts := sp.sup
 	opts.RootPid, opts.Logger, opts.HostView = s.initPid, s.log, s.bare
@@ -1177,4 +1192,60 @@ func (so *setupOutput) wait(d time.Duration) {
 	case <-so.done:
 	case <-time.After(d):
 	}
+}
+
+// testHookLayout, when set (by tests only), runs once the layout is worked
+// out and before bubblewrap gets it: where another sandbox could change a
+// path on the way (checkReadOnly).
+var testHookLayout func()
+
+// checkReadOnly proves, as the sandbox of the init initPid sees it, that
+// every path its layout binds read-only (must, and try where it exists) is
+// on a read-only mount, looked up from the sandbox's root with no symlink
+// on the way (the layout's paths are real). The layout is worked out from
+// paths, and bubblewrap resolves each bind's path again when it mounts it:
+// a directory on a writable bind's path that another sandbox of the same
+// user turned into a link in between lands that bind elsewhere, over what
+// the layout protected (a red team's, 1-3 runs in 100). Any failure to
+// prove it refuses the run.
+func checkReadOnly(initPid int, must, try []string) error {
+	if len(must)+len(try) == 0 {
+		return nil
+	}
+	root, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the sandbox's root to check its read-only paths: %w", err)
+	}
+	defer unix.Close(root)
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	check := func(p string, mayBeMissing bool) error {
+		fd, err := unix.Openat2(root, strings.TrimPrefix(p, "/"), &how)
+		if err == unix.ENOENT && mayBeMissing {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s, which the sandbox must not change, is not where the layout put it (%v): a path on the way changed while the sandbox was set up; run again, and do not give --rw or allow_write paths in a tree another sandbox is writing", p, err)
+		}
+		defer unix.Close(fd)
+		var st unix.Statfs_t
+		if err := unix.Fstatfs(fd, &st); err != nil {
+			return fmt.Errorf("checking %s in the sandbox: %w", p, err)
+		}
+		if st.Flags&unix.ST_RDONLY == 0 {
+			return fmt.Errorf("%s, which the sandbox must not change, is writable in it: a path on the way changed while the sandbox was set up; run again, and do not give --rw or allow_write paths in a tree another sandbox is writing", p)
+		}
+		return nil
+	}
+	for _, p := range must {
+		if err := check(p, false); err != nil {
+			return err
+		}
+	}
+	for _, p := range try {
+		if err := check(p, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }

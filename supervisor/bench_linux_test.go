@@ -246,12 +246,38 @@ func sleeper(b *testing.B) int {
 	return cmd.Process.Pid
 }
 
+// execStopped starts sleep traced (PTRACE_TRACEME) and returns it stopped
+// right after its exec, where an exec event stops a tracee: nothing of the
+// image run, its stack at argc. The calling goroutine stays locked to its
+// thread, the tracer's (ptrace requests come from the thread that
+// attached).
+func execStopped(b *testing.B) int {
+	b.Helper()
+	runtime.LockOSThread()
+	b.Cleanup(runtime.UnlockOSThread)
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		b.Skipf("starting sleep: %v", err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(cmd.Process.Pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+		b.Fatalf("sleep did not stop after its exec: %v %v", err, ws)
+	}
+	return cmd.Process.Pid
+}
+
 // BenchmarkVerifyImage is the tracer's second decision at PTRACE_EVENT_EXEC:
-// read /proc/PID/cmdline and /proc/PID/exe, identify, decide again.
+// read the image's argv from its stack and /proc/PID/exe, identify, decide
+// again.
 func BenchmarkVerifyImage(b *testing.B) {
-	pid := sleeper(b)
+	pid := execStopped(b)
 	pol, fs := benchPolicy(b)
-	t := &tracer{judge: newJudge(pol, fs)}
+	t := &tracer{judge: newJudge(pol, fs), log: slog.New(slog.DiscardHandler)}
 	checked := &Verdict{Exec: policy.Exec{Argv: []string{"sleep", "1000"}}, Result: policy.Result{Decision: policy.Allow}}
 	b.ReportAllocs()
 	for b.Loop() {
