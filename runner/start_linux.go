@@ -1220,7 +1220,7 @@ func checkReadOnly(initPid int, must, try []string) error {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	check := func(p string, mayBeMissing bool) error {
-		fd, err := unix.Openat2(root, strings.TrimPrefix(p, "/"), &how)
+		fd, err := proc.Openat2(root, strings.TrimPrefix(p, "/"), &how)
 		if err == unix.ENOENT && mayBeMissing {
 			return nil
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cordon-sandbox/cordon/bwrap"
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/netproxy"
 	"github.com/cordon-sandbox/cordon/policy"
 	"github.com/cordon-sandbox/cordon/runner"
@@ -614,7 +615,7 @@ func (s *Session) inView(dir string) bool {
 		return false
 	}
 	defer unix.Close(root)
-	fd, err := unix.Openat2(root, dir, &unix.OpenHow{
+	fd, err := proc.Openat2(root, dir, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -156,7 +157,7 @@ func binfmtHandled(root int, d *Verdict) string {
 		files = append(files, struct{ name, path string }{in, in})
 	}
 	for _, f := range files {
-		fd, err := unix.Openat2(root, strings.TrimPrefix(f.path, "/"), &unix.OpenHow{
+		fd, err := proc.Openat2(root, strings.TrimPrefix(f.path, "/"), &unix.OpenHow{
 			Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
 		if err != nil {
 			return "cannot read " + f.path + " to match it against the kernel's binfmt_misc handlers"

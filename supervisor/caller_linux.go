@@ -389,7 +389,7 @@ func callerDir(pid, root int, dirfd int32) (string, syscall.Errno) {
 	if err != nil || !strings.HasPrefix(dir, "/") {
 		return "", unix.EPERM
 	}
-	fd, err := unix.Openat2(root, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY,
+	fd, err := proc.Openat2(root, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS})
 	if err != nil {
 		return "", unix.EPERM

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/policy"
 	"golang.org/x/sys/unix"
 )
@@ -82,7 +83,7 @@ func openTarget(pid, root int, abs string, names *pathNames) (target, syscall.Er
 		key = ""
 	} else {
 		how := inRoot
-		fd, err = unix.Openat2(root, abs, &how)
+		fd, err = proc.Openat2(root, abs, &how)
 	}
 	switch err {
 	case nil:
@@ -137,18 +138,18 @@ func digits(s string) bool {
 // caller's root: the sandbox's own proc, where pids are the sandbox's.
 func openProcMagic(root int, rest string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_DIRECTORY, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS}
-	proc, err := unix.Openat2(root, "proc", &how)
+	pfs, err := proc.Openat2(root, "proc", &how)
 	if err != nil {
 		return -1, err
 	}
-	defer unix.Close(proc)
+	defer unix.Close(pfs)
 	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(proc, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+	if err := unix.Fstatfs(pfs, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
 		return -1, unix.EPERM
 	}
 	// procMagic allowed digits, "task", "exe" and "fd" only: the one link
 	// followed is the last component.
-	return unix.Openat(proc, rest, unix.O_PATH|unix.O_CLOEXEC, 0)
+	return unix.Openat(pfs, rest, unix.O_PATH|unix.O_CLOEXEC, 0)
 }
 
 // openTargetFD opens the file behind the caller's descriptor fd (fexecve,
@@ -441,7 +442,7 @@ func (f *files) Lookup(name string) []policy.FileID {
 		seen := map[[2]uint64]int{}
 		for _, c := range cands {
 			how := inRoot
-			fd, err := unix.Openat2(root, c, &how)
+			fd, err := proc.Openat2(root, c, &how)
 			if err != nil {
 				continue
 			}
@@ -716,7 +717,7 @@ func (f *files) listDir(root int, dir string) *dirListing {
 	delete(f.lists, dir)
 	at := time.Now()
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: inRoot.Resolve}
-	fd, err := unix.Openat2(root, dir, &how)
+	fd, err := proc.Openat2(root, dir, &how)
 	if err != nil {
 		return nil
 	}
@@ -850,7 +851,7 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 		if err != nil {
 			return [32]byte{}, false
 		}
-		fd, err := unix.Openat2(root, p, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: inRoot.Resolve})
+		fd, err := proc.Openat2(root, p, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: inRoot.Resolve})
 		unix.Close(root)
 		if err != nil {
 			return [32]byte{}, false
