@@ -128,7 +128,10 @@ func TestDaemonStartedAfterSandbox(t *testing.T) {
 			work := t.TempDir()
 			// The sandbox waits for the test's go-ahead (the daemon is up),
 			// then asks the daemon for its sessions.
-			script := fmt.Sprintf(`i=0; until [ -e go ]; do i=$((i+1)); [ $i -lt 600 ] || exit 9; sleep 0.05; done
+			// "ready" says the sandbox has started (its layout, which
+			// hides the daemon sockets that exist then, is made): only
+			// then does the daemon start.
+			script := fmt.Sprintf(`touch ready; i=0; until [ -e go ]; do i=$((i+1)); [ $i -lt 600 ] || exit 9; sleep 0.05; done
 ls -la %[1]s 2>&1 | head -1
 curl -sS -m 10 -o /dev/null -w 'code=%%{http_code}\n' --unix-socket %[1]s http://localhost/v1/sessions; echo rc=$?`, target)
 			cmd := exec.Command(cordonBin, "run", "--net", "host", "--rw", work, "--", "sh", "-c", script)
@@ -143,6 +146,8 @@ curl -sS -m 10 -o /dev/null -w 'code=%%{http_code}\n' --unix-socket %[1]s http:/
 			if sock != "" {
 				args = []string{"--socket", sock}
 			}
+			require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(work, "ready")); return err == nil },
+				30*time.Second, 10*time.Millisecond, "the sandbox did not start: %s", stderr.String())
 			d.start(args...)
 			// Control: from the host, the daemon answers.
 			_, code := d.curl(discovery{Socket: target}, "/v1/sessions")
