@@ -147,7 +147,7 @@ curl -sS -m 10 -o /dev/null -w 'code=%%{http_code}\n' --unix-socket %[1]s http:/
 				args = []string{"--socket", sock}
 			}
 			require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(work, "ready")); return err == nil },
-				30*time.Second, 10*time.Millisecond, "the sandbox did not start: %s", stderr.String())
+				30*time.Second, 10*time.Millisecond, "the sandbox did not start")
 			d.start(args...)
 			// Control: from the host, the daemon answers.
 			_, code := d.curl(discovery{Socket: target}, "/v1/sessions")
