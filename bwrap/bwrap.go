@@ -309,13 +309,45 @@ func (s *Spec) binds() []bind {
 	return out
 }
 
+// WritablePaths lists the paths the spec binds writable (the working
+// directory, --rw and the files policy's writable binds, the parents it
+// pins), each where its last bind is a writable one and no hidden
+// directory covers it: each must be a mount point in the sandbox with the
+// file it had when the spec was made (the runner checks, checkLayout).
+func (s *Spec) WritablePaths() []string {
+	last := map[string]string{}
+	var order []string
+	for _, b := range s.binds() {
+		p := filepath.Clean(b.path)
+		if _, ok := last[p]; !ok {
+			order = append(order, p)
+		}
+		last[p] = b.op
+	}
+	var out []string
+	for _, p := range order {
+		if last[p] == "--bind" && !s.hidden(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// hidden reports whether a hidden directory's empty tmpfs covers p.
+func (s *Spec) hidden(p string) bool {
+	return slices.ContainsFunc(s.Hide, func(h string) bool {
+		h = filepath.Clean(h)
+		return p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/")
+	})
+}
+
 // ReadOnlyPaths lists the paths the spec makes read-only inside the sandbox
 // that nothing mounted later at the same path makes writable again: the
 // read-only binds (must; try: those bound only if they still exist), the
 // protected paths' own binds, the unreadable covers. A layout bubblewrap set
 // up as asked has each on a read-only mount; one whose path changed between
 // the spec and bubblewrap's mount (a link swapped in by another sandbox)
-// may not (the runner checks, checkReadOnly).
+// may not (the runner checks, checkLayout).
 func (s *Spec) ReadOnlyPaths() (must, try []string) {
 	last := map[string]string{}
 	var order []string
@@ -327,12 +359,7 @@ func (s *Spec) ReadOnlyPaths() (must, try []string) {
 		last[p] = b.op
 	}
 	// What a hidden directory's empty tmpfs covers is not there at all.
-	hidden := func(p string) bool {
-		return slices.ContainsFunc(s.Hide, func(h string) bool {
-			h = filepath.Clean(h)
-			return p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/")
-		})
-	}
+	hidden := s.hidden
 	for _, p := range order {
 		switch {
 		case hidden(p):

@@ -383,46 +383,80 @@ func TestBwrapOptions(t *testing.T) {
 
 // TestLayoutChangedBeforeMountIsRefused: the layout is worked out from
 // paths, and bubblewrap resolves each bind's path again when it mounts it.
-// Between the two, a directory on a --rw path becomes a link to the
-// working directory (what another sandbox of the same user writing the
-// tree could do: a red team's race, 1-3 runs in 100): the writable bind
-// lands on the working directory, over the read-only bind of a deny_write
-// file. The sandbox is checked before its command starts, and the run is
-// refused; unchanged, the same run goes.
+// Between the two (a test hook here; another sandbox of the same user
+// writing the tree in red teams' races, 1-9 runs in 100), a directory on a
+// --rw path becomes a link to the working directory (the writable bind
+// lands over the read-only bind of a deny_write file), a link to a
+// directory outside the layout (which the bind makes writable), or another
+// directory (mounted in its place). The sandbox's mounts are checked
+// before its command starts, and each run is refused; unchanged, the same
+// run goes.
 func TestLayoutChangedBeforeMountIsRefused(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
-	dir := t.TempDir()
+	root := t.TempDir()
+	dir := filepath.Join(root, "work")
 	guard := filepath.Join(dir, "guard.txt")
-	require.NoError(t, os.WriteFile(guard, []byte("keep\n"), 0o644))
-	rw := filepath.Join(dir, "a", "b", "c", "d", "e")
-	require.NoError(t, os.MkdirAll(rw, 0o755))
+	// outside is a directory the sandbox sees read-only through the host's
+	// root (outside /tmp, which is private there): the package's own.
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	outside, err := os.MkdirTemp(wd, "outside-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(outside) })
 	pol, err := policy.Compile(policy.Config{
 		Default: policy.Allow,
 		Files:   policy.FilePolicy{DenyWrite: []policy.FileRule{{Pattern: guard, Source: "test"}}},
 	})
 	require.NoError(t, err)
+	rw := filepath.Join(dir, "a", "b", "c", "d", "e")
+	require.NoError(t, os.MkdirAll(rw, 0o755))
+	require.NoError(t, os.WriteFile(guard, []byte("keep\n"), 0o644))
 	run := func() runOutcome {
 		return runCordon(t, IsolationBwrap, func(o *Options) {
 			o.Policy, o.Dir, o.RW = pol, dir, []string{rw}
-		}, "sh", "-c", "echo changed >> "+guard+"; echo RAN")
+		}, "sh", "-c", "echo changed >> "+guard+"; echo changed > "+filepath.Join(outside, "planted")+"; echo RAN")
 	}
-
 	o := run()
 	require.NoError(t, o.err)
 	assert.Contains(t, o.stdout, "RAN", "the unchanged layout runs")
-
-	testHookLayout = func() {
-		require.NoError(t, os.Rename(rw, rw+".old"))
-		require.NoError(t, os.Symlink("../../../..", rw))
-	}
 	t.Cleanup(func() { testHookLayout = nil })
-	o = run()
-	var se *SetupError
-	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
-	assert.Contains(t, o.err.Error(), guard+", which the sandbox must not change, is writable in it")
-	assert.NotContains(t, o.stdout, "RAN")
-	b, err := os.ReadFile(guard)
-	require.NoError(t, err)
-	assert.Equal(t, "keep\n", string(b))
+
+	for _, tc := range []struct {
+		name string
+		swap func(t *testing.T)
+	}{
+		{"a link to the working directory", func(t *testing.T) {
+			require.NoError(t, os.Symlink("../../../..", rw))
+		}},
+		{"a link outside the layout", func(t *testing.T) {
+			// Relative: bubblewrap resolves it while it builds the new
+			// root, where an absolute target is not yet there.
+			rel, err := filepath.Rel(filepath.Dir(rw), outside)
+			require.NoError(t, err)
+			require.NoError(t, os.Symlink(rel, rw))
+		}},
+		{"another directory", func(t *testing.T) {
+			require.NoError(t, os.Mkdir(rw, 0o755))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testHookLayout = func() {
+				require.NoError(t, os.Rename(rw, rw+".old"))
+				tc.swap(t)
+			}
+			o := run()
+			testHookLayout = nil
+			require.NoError(t, os.RemoveAll(rw))
+			require.NoError(t, os.Rename(rw+".old", rw))
+			var se *SetupError
+			require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+			assert.Contains(t, o.err.Error(), "a path on the way changed while the sandbox was set up")
+			assert.NotContains(t, o.stdout, "RAN")
+			b, err := os.ReadFile(guard)
+			require.NoError(t, err)
+			assert.Equal(t, "keep\n", string(b))
+			assert.NoFileExists(t, filepath.Join(outside, "planted"))
+		})
+	}
 }

@@ -176,9 +176,11 @@ type startSpec struct {
 	// files is the files policy expanded for this sandbox (set by argv).
 	files *fileLayout
 	// readOnly and readOnlyTry are the paths the bwrap tier's layout
-	// binds read-only (set by argv; bwrap.Spec.ReadOnlyPaths), proven so
-	// in the sandbox before its command starts (checkReadOnly).
+	// binds read-only (set by argv; bwrap.Spec.ReadOnlyPaths), and
+	// writable the ones it binds writable with the file each had then:
+	// proven in the sandbox before its command starts (checkLayout).
 	readOnly, readOnlyTry []string
+	writable              []boundFile
 	// llBox is the landlock tier's layout: the box as bubblewrap would
 	// get it (git and files policy applied), set by argv.
 	llBox bwrap.Spec
@@ -803,6 +805,20 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		return []string{exe, InitArg}, nil
 	}
 	sp.readOnly, sp.readOnlyTry = box.ReadOnlyPaths()
+	sp.writable = sp.writable[:0]
+	for _, p := range box.WritablePaths() {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err == unix.ENOENT {
+			// bubblewrap says so, in the words the start's error
+			// explains; if it is there when bubblewrap binds it, it
+			// appeared in between (checkLayout refuses).
+			sp.writable = append(sp.writable, boundFile{path: p, missing: true})
+			continue
+		} else if err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
+		}
+		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino})
+	}
 	return sandboxArgv(bw, exe, box)
 }
 
@@ -937,7 +953,7 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	s.initPid = int(s.conn.pid)
 	if !s.bare {
 		s.nsInit = nsInitPidfd(s.initPid)
-		if err := checkReadOnly(s.initPid, sp.readOnly, sp.readOnlyTry); err != nil {
+		if err := checkLayout(s.initPid, sp.readOnly, sp.readOnlyTry, sp.writable); err != nil {
 			closeAll(fds)
 			closeAll(netFDs)
 			return &SetupError{Err: err}
@@ -1196,36 +1212,58 @@ func (so *setupOutput) wait(d time.Duration) {
 
 // testHookLayout, when set (by tests only), runs once the layout is worked
 // out and before bubblewrap gets it: where another sandbox could change a
-// path on the way (checkReadOnly).
+// path on the way (checkLayout).
 var testHookLayout func()
 
-// checkReadOnly proves, as the sandbox of the init initPid sees it, that
-// every path its layout binds read-only (must, and try where it exists) is
-// on a read-only mount, looked up from the sandbox's root with no symlink
-// on the way (the layout's paths are real). The layout is worked out from
-// paths, and bubblewrap resolves each bind's path again when it mounts it:
-// a directory on a writable bind's path that another sandbox of the same
-// user turned into a link in between lands that bind elsewhere, over what
-// the layout protected (a red team's, 1-3 runs in 100). Any failure to
-// prove it refuses the run.
-func checkReadOnly(initPid int, must, try []string) error {
-	if len(must)+len(try) == 0 {
+// boundFile is a path the layout binds writable and the file it was when
+// the layout was made.
+type boundFile struct {
+	path     string
+	dev, ino uint64
+	missing  bool // not there when the layout was made
+}
+
+// checkLayout proves, as the sandbox of the init initPid sees it, that its
+// mounts are the layout's: every path the layout binds read-only (must,
+// and try where it exists) is on a read-only mount, and every path it
+// binds writable is a mount point whose file is the one the layout bound,
+// each looked up from the sandbox's root with no symlink on the way (the
+// layout's paths are real). The layout is worked out from paths, and
+// bubblewrap resolves each bind's source and destination again when it
+// mounts it: a directory on a writable bind's path that another sandbox of
+// the same user turned into a link in between lands that bind over what
+// the layout protected, or somewhere else (another repository, the trust
+// store), or mounts another directory there (red teams' races, 1-9 runs in
+// 100). A writable bind that is where the layout put it, with the file it
+// bound, cannot be anywhere else. Any failure to prove it refuses the run.
+func checkLayout(initPid int, must, try []string, writable []boundFile) error {
+	if len(must)+len(try)+len(writable) == 0 {
 		return nil
 	}
 	root, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("opening the sandbox's root to check its read-only paths: %w", err)
+		return fmt.Errorf("opening the sandbox's root to check its layout: %w", err)
 	}
 	defer unix.Close(root)
+	changed := func(p, what string) error {
+		return fmt.Errorf("%s %s: a path on the way changed while the sandbox was set up; run again, and do not give --rw or allow_write paths in a tree another sandbox is writing", p, what)
+	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	check := func(p string, mayBeMissing bool) error {
-		fd, err := proc.Openat2(root, strings.TrimPrefix(p, "/"), &how)
+	open := func(p string) (int, error) {
+		rel := strings.TrimPrefix(p, "/")
+		if rel == "" {
+			rel = "."
+		}
+		return proc.Openat2(root, rel, &how)
+	}
+	readOnly := func(p string, mayBeMissing bool) error {
+		fd, err := open(p)
 		if err == unix.ENOENT && mayBeMissing {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s, which the sandbox must not change, is not where the layout put it (%v): a path on the way changed while the sandbox was set up; run again, and do not give --rw or allow_write paths in a tree another sandbox is writing", p, err)
+			return changed(p, fmt.Sprintf("(which the sandbox must not change) is not where the layout put it (%v)", err))
 		}
 		defer unix.Close(fd)
 		var st unix.Statfs_t
@@ -1233,17 +1271,51 @@ func checkReadOnly(initPid int, must, try []string) error {
 			return fmt.Errorf("checking %s in the sandbox: %w", p, err)
 		}
 		if st.Flags&unix.ST_RDONLY == 0 {
-			return fmt.Errorf("%s, which the sandbox must not change, is writable in it: a path on the way changed while the sandbox was set up; run again, and do not give --rw or allow_write paths in a tree another sandbox is writing", p)
+			return changed(p, "(which the sandbox must not change) is writable in it")
 		}
 		return nil
 	}
+	mount := func(p string) (uint64, *unix.Statx_t, error) {
+		fd, err := open(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer unix.Close(fd)
+		var sx unix.Statx_t
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_MNT_ID, &sx); err != nil {
+			return 0, nil, err
+		}
+		if sx.Mask&unix.STATX_MNT_ID == 0 {
+			return 0, nil, errors.New("no mount id (statx STATX_MNT_ID, Linux 5.8)")
+		}
+		return sx.Mnt_id, &sx, nil
+	}
+	for _, w := range writable {
+		if w.missing {
+			return changed(w.path, "(bound writable) appeared after the layout was made")
+		}
+		id, sx, err := mount(w.path)
+		if err != nil {
+			return changed(w.path, fmt.Sprintf("(bound writable) is not where the layout put it (%v)", err))
+		}
+		if unix.Mkdev(sx.Dev_major, sx.Dev_minor) != w.dev || sx.Ino != w.ino {
+			return changed(w.path, "(bound writable) is not the file the layout bound")
+		}
+		parent, _, err := mount(filepath.Dir(w.path))
+		if err != nil {
+			return changed(w.path, fmt.Sprintf("(bound writable) has no parent where the layout put it (%v)", err))
+		}
+		if parent == id {
+			return changed(w.path, "(bound writable) is not a mount point: its bind landed elsewhere")
+		}
+	}
 	for _, p := range must {
-		if err := check(p, false); err != nil {
+		if err := readOnly(p, false); err != nil {
 			return err
 		}
 	}
 	for _, p := range try {
-		if err := check(p, true); err != nil {
+		if err := readOnly(p, true); err != nil {
 			return err
 		}
 	}
