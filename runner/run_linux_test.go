@@ -398,10 +398,8 @@ func TestLayoutChangedBeforeMountIsRefused(t *testing.T) {
 	dir := filepath.Join(root, "work")
 	guard := filepath.Join(dir, "guard.txt")
 	// outside is a directory the sandbox sees read-only through the host's
-	// root (outside /tmp, which is private there): the package's own.
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	outside, err := os.MkdirTemp(wd, "outside-")
+	// root: not under /tmp, which is private there.
+	outside, err := os.MkdirTemp("/var/tmp", "cordon-outside-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	pol, err := policy.Compile(policy.Config{
