@@ -315,20 +315,28 @@ func (s *Spec) binds() []bind {
 // directory covers it: each must be a mount point in the sandbox with the
 // file it had when the spec was made (the runner checks, checkLayout).
 func (s *Spec) WritablePaths() []string {
-	last := map[string]string{}
-	var order []string
+	var out []string
+	for _, b := range s.lastBinds() {
+		if b.op == "--bind" && !s.hidden(b.path) {
+			out = append(out, b.path)
+		}
+	}
+	return out
+}
+
+// lastBinds is, for each path the spec binds (cleaned, in the order of its
+// first bind), the last bind at that path: what is mounted there in the end.
+func (s *Spec) lastBinds() []bind {
+	at := map[string]int{}
+	var out []bind
 	for _, b := range s.binds() {
 		p := filepath.Clean(b.path)
-		if _, ok := last[p]; !ok {
-			order = append(order, p)
+		if i, ok := at[p]; ok {
+			out[i].op = b.op
+			continue
 		}
-		last[p] = b.op
-	}
-	var out []string
-	for _, p := range order {
-		if last[p] == "--bind" && !s.hidden(p) {
-			out = append(out, p)
-		}
+		at[p] = len(out)
+		out = append(out, bind{b.op, p})
 	}
 	return out
 }
@@ -349,28 +357,18 @@ func (s *Spec) hidden(p string) bool {
 // the spec and bubblewrap's mount (a link swapped in by another sandbox)
 // may not (the runner checks, checkLayout).
 func (s *Spec) ReadOnlyPaths() (must, try []string) {
-	last := map[string]string{}
-	var order []string
-	for _, b := range s.binds() {
-		p := filepath.Clean(b.path)
-		if _, ok := last[p]; !ok {
-			order = append(order, p)
-		}
-		last[p] = b.op
-	}
 	// What a hidden directory's empty tmpfs covers is not there at all.
-	hidden := s.hidden
-	for _, p := range order {
+	for _, b := range s.lastBinds() {
 		switch {
-		case hidden(p):
-		case last[p] == "--ro-bind":
-			must = append(must, p)
-		case last[p] == "--ro-bind-try":
-			try = append(try, p)
+		case s.hidden(b.path):
+		case b.op == "--ro-bind":
+			must = append(must, b.path)
+		case b.op == "--ro-bind-try":
+			try = append(try, b.path)
 		}
 	}
 	for _, u := range s.Unreadable {
-		if p := filepath.Clean(u.Path); !hidden(p) {
+		if p := filepath.Clean(u.Path); !s.hidden(p) {
 			must = append(must, p)
 		}
 	}
