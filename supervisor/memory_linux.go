@@ -159,10 +159,9 @@ func (m *memReader) readExec(pid int, pathAddr, argvAddr uint64, ptrSize int) (s
 // --isolation none a sibling can, through /proc/PID/mem, here or once the
 // program runs: README, security model). Any other shape — argc not the number of
 // pointers, strings not end to end — is errImageShape, never an argv: a
-// wrong word width or a misread stack must not decide an exec. As
-// /proc/PID/cmdline's NUL-separated bytes read, a lone empty string is no
-// argument: the kernel gives an exec with an empty argv that one string
-// (Linux 5.18+), and the check reads such an exec's argv as empty.
+// wrong word width or a misread stack must not decide an exec. A lone
+// empty string is no argument (noLoneEmpty), as /proc/PID/cmdline's
+// NUL-separated bytes read.
 func (m *memReader) readImageArgv(pid int, sp uint64, ptrSize int) ([]string, error) {
 	// argc is the first word, non-zero before the NULL that ends argv (a
 	// zero argc, from a kernel before 5.18, reads as no words at all).
@@ -187,10 +186,7 @@ func (m *memReader) readImageArgv(pid int, sp uint64, ptrSize int) ([]string, er
 			return nil, fmt.Errorf("%w: argument %d not after argument %d", errImageShape, i, i-1)
 		}
 	}
-	if len(argv) == 1 && argv[0] == "" {
-		return []string{}, nil
-	}
-	return argv, nil
+	return noLoneEmpty(argv), nil
 }
 
 // readPointers reads the NULL-terminated pointer array at addr into the

@@ -820,12 +820,14 @@ func inExec(pid int, arch string) bool {
 	return false
 }
 
-// noLoneEmpty is argv with a lone empty string read as no argument, as
-// the exec event reads the kernel's argv (memReader.readImageArgv): the
-// kernel gives an exec with an empty argv that one string.
+// noLoneEmpty is argv with a lone empty string read as no argument (an
+// empty, non-nil argv): the kernel gives an exec with an empty argv that
+// one string (Linux 5.18+), and the check reads such an exec's argv as
+// empty. The exec event reads the kernel's argv through it
+// (memReader.readImageArgv), and compares the check's with it.
 func noLoneEmpty(argv []string) []string {
 	if len(argv) == 1 && argv[0] == "" {
-		return nil
+		return []string{}
 	}
 	return argv
 }
