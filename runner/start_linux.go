@@ -295,13 +295,12 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	if err := checkDir(sp.box.Dir); err != nil {
 		return nil, err
 	}
-	// --rw and --ro by where they lead. bubblewrap mounts a bind where its
-	// path resolves, but the layout orders binds, and finds what they
-	// hold, by the paths as written: a symlink the workload planted
-	// (a/b/c/d/e/f -> ../../../../../.git/.) given as --rw in a later run
-	// sorted after the read-only binds of .git/config and .git/hooks and
-	// landed on .git over them (a red team's). Resolved, it is a bind of
-	// .git, ordered before what it holds and walked as what it is.
+	// --rw and --ro by where they lead, for everything that reads them
+	// before the layout (policyPaths: whether a writable bind holds the
+	// trust store's directory, which must then exist to be protected).
+	// The layout resolves its own paths again (argv, canonicalBox): a
+	// symlink a run planted (a/b/c/d/e/f -> ../../../../../.git/.) given
+	// as --rw in a later one must be ordered, held and walked as .git.
 	sp.box.RW, sp.box.RO = canonicalPaths(sp.box.RW), canonicalPaths(sp.box.RO)
 	// The working directory is bound where it really is (canonicalBox, at
 	// the layout's end); the command starts in it as given, through its
