@@ -221,7 +221,7 @@ func (t *target) name(names *pathNames, called string) {
 		case strings.HasSuffix(p, " (deleted)") && unlinked(t.fd):
 		case strings.HasPrefix(p, "/"):
 			t.path = p
-			names.put(called, t.id, p)
+			names.put(called, t.id, p, t.writable)
 		}
 	}
 }
@@ -839,6 +839,12 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 		return [32]byte{}, false
 	}
 	var file *os.File
+	p, ok := f.where[[2]uint64{id.Dev, id.Ino}]
+	if cur != nil && cur.id == id && cur.fd < 0 && cur.path != "" {
+		// The exec's file, remembered and not opened (judge.open): by
+		// its name, which must still lead to it (checked below).
+		p, ok = cur.path, true
+	}
 	if cur != nil && cur.fd >= 0 && cur.id == id {
 		// Re-open the exec's own O_PATH fd for reading.
 		fh, err := os.Open("/proc/self/fd/" + strconv.Itoa(cur.fd))
@@ -846,7 +852,7 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 			return [32]byte{}, false
 		}
 		file = fh
-	} else if p, ok := f.where[[2]uint64{id.Dev, id.Ino}]; ok {
+	} else if ok {
 		root, err := unix.Open(f.rootPath(), unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 		if err != nil {
 			return [32]byte{}, false

@@ -35,6 +35,20 @@ func newJudge(pol *policy.Policy, fs *files) judge {
 	return judge{pol: pol.WithFiles(rec), files: fs, rec: rec, memo: newDecisionMemo()}
 }
 
+// open is openTarget for the check of an exec its event will verify: a
+// path whose file the judge remembers (pathNames.target), read before with
+// no #! line (notScripts), is not opened; the target has no descriptor
+// (fd -1) and the name, identity and writability remembered. Anything the
+// judge then does not allow is decided again from the file opened
+// (Supervisor.decide), and the exec event decides again in full whatever
+// the kernel mapped that is not that file (tracer.unchanged).
+func (j judge) open(pid, root int, called string) (target, syscall.Errno) {
+	if e, ok := j.names.target(root, called); ok && j.heads.has(e.id) {
+		return target{pid: pid, fd: -1, id: e.id, path: e.name, named: true, writable: e.writable}, 0
+	}
+	return openTarget(pid, root, called, j.names)
+}
+
 // policyDecide is pol.Decide through the judge's memo (see decisionMemo),
 // and whether the decision was volatile (Verdict.volatile).
 func (j judge) policyDecide(e *policy.Exec) (policy.Result, bool) {

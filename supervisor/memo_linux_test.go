@@ -243,3 +243,31 @@ func TestStatTargetNoMadeUpPath(t *testing.T) {
 	defer unix.Close(tgt.fd)
 	assert.Empty(t, tgt.path, "a path too long to render is no path")
 }
+
+// A file the check took from pathNames has no descriptor (judge.open):
+// rules that compare it by content read it by its remembered name, so a
+// copy of a program a rule names is recognised as with the file opened.
+// (Digest through the descriptor alone found nothing to read, the copy
+// was no longer that program, and "x push" ran.)
+func TestDigestOfARememberedTarget(t *testing.T) {
+	bin, work := t.TempDir(), t.TempDir()
+	prog := []byte("#!/bin/sh\n# the program the rule names\n")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "prog"), prog, 0o755))
+	x := filepath.Join(work, "x")
+	require.NoError(t, os.WriteFile(x, prog, 0o755))
+	j, _ := memoJudge(t, bin)
+	// A device the sandbox can write: nothing is hashed once for all.
+	e := statExec(t, j, x, "x", "push")
+	j.files.sandbox.devState[e.File.Dev] = true
+	j.files.setCurrent(&target{fd: -1, id: e.File, path: x, named: true})
+	r, volatile := j.policyDecide(&e)
+	assert.Equal(t, policy.Deny, r.Decision, "a copy of prog, remembered and not opened, was not recognised")
+	assert.True(t, volatile)
+
+	// Another file at the name than the one remembered: nothing is read
+	// from it for the remembered one (the exec event decides what runs).
+	require.NoError(t, os.Remove(x))
+	require.NoError(t, os.WriteFile(x, []byte("#!/bin/sh\n# something else, so long!!!\n"), 0o755))
+	_, ok := j.files.Digest(e.File)
+	assert.False(t, ok, "hashed another file for the one remembered")
+}

@@ -276,3 +276,168 @@ func TestPathNamesNotForNamesTheSandboxCanChange(t *testing.T) {
 		assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
 	}
 }
+
+// TestPathNamesTargetReplacedIsKilledAtTheEvent: a path whose file the
+// check remembers is not opened again (judge.open), so a file put in its
+// place since (as the host can do under a read-only bind: here the link,
+// taken for one the sandbox cannot change, is pointed at another file) is
+// decided at the check as the file remembered, the allowed ok/prog, and the
+// exec event sees the file the kernel mapped, a different one the policy
+// denies by its path, and kills the process before it runs. (Let
+// tracer.unchanged ignore the FileID and the replacement runs.)
+func TestPathNamesTargetReplacedIsKilledAtTheEvent(t *testing.T) {
+	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
+	okID := fileID(t, h.okProg)
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	other := filepath.Join(h.dir, "bad", "prog")
+	require.NoError(t, os.Mkdir(filepath.Dir(other), 0o755))
+	copyFile(t, h.okProg, other)
+	require.NotEqual(t, okID, fileID(t, other))
+	h.point(t, other)
+
+	res, ran := h.runLink(t)
+	assert.False(t, ran, "the replacement ran")
+	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
+		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
+	}
+	checks := h.checks()
+	require.Len(t, checks, 3)
+	stale := checks[2]
+	assert.Equal(t, okID, stale.Exec.File, "the check opened the path instead of taking the remembered file")
+	assert.Equal(t, h.okProg, stale.Exec.Resolved)
+	var killed bool
+	for _, d := range h.r.all() {
+		if d.Reason == ReasonChanged {
+			killed = true
+			assert.Equal(t, other, d.Exec.Resolved, "the event's name")
+			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
+				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+			}
+		}
+	}
+	assert.True(t, killed, "no kill reported at the exec event")
+
+	// The event made the check forget the path: it opens it now.
+	res, ran = h.runLink(t)
+	assert.False(t, ran, "the replacement ran the second time")
+	assertErrno(t, unix.EPERM, res, "the entry was not forgotten: refused at the check")
+	assert.Equal(t, fileID(t, other), h.r.last(t).Exec.File)
+}
+
+// TestPathNamesTargetReplacedAndAllowedRuns: a file put at a remembered
+// path that the policy allows runs (decided at the exec event, where the
+// check's record does not say what ran: a record of its own), and the
+// next check opens the path: no exec is refused for a program the host
+// replaced, and none is decided twice from then on.
+func TestPathNamesTargetReplacedAndAllowedRuns(t *testing.T) {
+	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
+	okID := fileID(t, h.okProg)
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	other := filepath.Join(h.dir, "ok", "prog2")
+	copyFile(t, h.okProg, other)
+	h.point(t, other)
+	res, ran := h.runLink(t)
+	assertExit(t, 0, res, "the replacement, allowed")
+	assert.True(t, ran)
+	checks := h.checks()
+	require.Len(t, checks, 3)
+	assert.Equal(t, okID, checks[2].Exec.File, "the check opened the path instead of taking the remembered file")
+	var record *Verdict
+	for _, d := range h.r.all() {
+		if d.Reason == ReasonRedecided {
+			record = &d
+		}
+	}
+	if assert.NotNil(t, record, "no record of what ran") {
+		assert.Equal(t, other, record.Exec.Resolved)
+		assert.Equal(t, fileID(t, other), record.Exec.File)
+	}
+	res, ran = h.runLink(t)
+	assertExit(t, 0, res, "again")
+	assert.True(t, ran)
+	assert.Equal(t, fileID(t, other), h.r.last(t).Exec.File, "the entry was not forgotten")
+}
+
+// TestPathNamesTargetOnlyWhereNothingCanChangeIt: the file is taken from
+// memory only when the path called and the name lead where they did
+// whatever the sandbox does. The rig's directory is the test's (writable),
+// so without the fake every exec opens the path, and a file put in its
+// place is refused at the check.
+func TestPathNamesTargetOnlyWhereNothingCanChangeIt(t *testing.T) {
+	h := newNamesRig(t, "ok")
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	other := filepath.Join(h.dir, "bad", "prog")
+	require.NoError(t, os.Mkdir(filepath.Dir(other), 0o755))
+	copyFile(t, h.okProg, other)
+	h.point(t, other)
+	res, ran := h.runLink(t)
+	assert.False(t, ran)
+	assertErrno(t, unix.EPERM, res, "refused at the check")
+	assert.Equal(t, fileID(t, other), h.r.last(t).Exec.File)
+}
+
+// TestPathNamesTargetIsAScriptNow: the path now leads to a #! script the
+// policy denies by its path, whose interpreter is the very file the check
+// remembers (so the image the kernel maps is that file, with the kernel's
+// argv for a script). The check decides the remembered program and allows
+// it; the exec event decides what ran as if no check had seen it, the
+// script behind the interpreter included, and kills it. (Decide only the
+// image there and the denied script runs through its interpreter.) The
+// next check opens the path and refuses the script.
+func TestPathNamesTargetIsAScriptNow(t *testing.T) {
+	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
+	okID := fileID(t, h.okProg)
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	script := filepath.Join(h.dir, "bad", "script")
+	require.NoError(t, os.Mkdir(filepath.Dir(script), 0o755))
+	require.NoError(t, os.WriteFile(script, []byte("#!"+h.okProg+"\n"), 0o755))
+	h.point(t, script)
+
+	res, ran := h.runLink(t)
+	assert.False(t, ran, "the denied script ran through its interpreter")
+	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
+		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
+	}
+	checks := h.checks()
+	require.Len(t, checks, 3)
+	assert.Equal(t, okID, checks[2].Exec.File, "the check opened the path instead of taking the remembered file")
+	var killed bool
+	for _, d := range h.r.all() {
+		if d.Reason == ReasonChanged {
+			killed = true
+			assert.Equal(t, script, d.Exec.Resolved, "the event decided the interpreter, not the script")
+			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
+				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+			}
+		}
+	}
+	assert.True(t, killed, "no kill reported at the exec event")
+
+	res, ran = h.runLink(t)
+	assert.False(t, ran)
+	assertErrno(t, unix.EPERM, res, "the entry was not forgotten: refused at the check")
+	assert.Equal(t, script, h.r.last(t).Exec.Resolved)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, b, 0o755))
+}

@@ -89,6 +89,12 @@ type Verdict struct {
 	// decision stands only if the exec event verifies it (see notScripts
 	// and pathNames).
 	skipped bool
+	// remembered says the check decided the file pathNames remembered for
+	// the path called without opening the path (judge.open): the exec
+	// event decides what the kernel mapped, if it is another file, as if
+	// no check had seen it, and the check forgets the entry (see
+	// tracer.decideImage).
+	remembered bool
 }
 
 // Refused reports whether cordon refused the exec: the policy denied it, or
@@ -311,6 +317,7 @@ func New(listener int, pol *policy.Policy, opts Options) (*Supervisor, error) {
 		// event, or decided again with its heads and names read (guard).
 		s.judge.heads = &notScripts{}
 		s.judge.names = &pathNames{held: fs.heldTest}
+		s.tracer.forgetPath = s.judge.names.forget
 	}
 	return s, nil
 }
@@ -659,7 +666,7 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		if errno == unix.EPERM {
 			d.Reason = reasonNoDir
 		} else if errno == 0 {
-			tgt, errno = openTarget(pid, root, d.called, s.judge.names)
+			tgt, errno = s.judge.open(pid, root, d.called)
 		}
 	}
 	if errno == unix.EPERM {
@@ -671,19 +678,39 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	defer unix.Close(tgt.fd)
+	defer func() {
+		if tgt.fd >= 0 {
+			unix.Close(tgt.fd)
+		}
+	}()
 	errno = s.judge.decide(pid, root, &tgt, kernelFilename(call, path), d)
 	if d.skipped && (errno == unix.EPERM || errno == 0 && d.Result.Decision != policy.Allow) {
 		// Only an allow is left to the exec event: a refusal names its
 		// rule and the file's name, and a person asked sees the
-		// interpreters, from the file's head and name as they are now.
+		// interpreters, from the file as it is now.
 		j := s.judge
 		j.heads, j.names = nil, nil
-		if tgt.named {
+		switch {
+		case tgt.fd < 0:
+			// Remembered, not opened (judge.open): open it now, its
+			// name rendered, and remember what it is.
+			if tgt, errno = openTarget(pid, root, d.called, nil); errno != 0 {
+				d.Result, d.Reason = policy.Result{}, "" // as if it were never decided
+				if errno == unix.EPERM {
+					d.Result = policy.Result{Decision: policy.Deny}
+					d.Reason = reasonUnidentified
+				}
+				return errno
+			}
+			if tgt.path != "" {
+				s.judge.names.put(d.called, tgt.id, tgt.path, tgt.writable)
+			}
+		case tgt.named:
 			tgt.name(s.judge.names, d.called) // and remembered as it is now
 		}
 		errno = j.decide(pid, root, &tgt, kernelFilename(call, path), d)
 	}
+	d.remembered = tgt.fd < 0
 	if errno != 0 {
 		return errno
 	}

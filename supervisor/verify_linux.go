@@ -90,6 +90,10 @@ type tracer struct {
 	// report receives kills at the exec event. It is called on the tracer
 	// thread.
 	report func(*Verdict)
+	// forgetPath drops what the check remembers of a path called (see
+	// pathNames, Verdict.remembered), when the exec event found the file
+	// it leads to changed; nil when the check remembers nothing.
+	forgetPath func(called string)
 	// exec receives every allowed exec once it has happened
 	// (Options.OnExec), on the tracer thread.
 	exec func(*Verdict)
@@ -584,9 +588,11 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	}
 	ok, d := t.decideImage(pid, &tr.d, held)
 	if ok {
-		if !t.follow && t.report != nil && !equalArgv(noLoneEmpty(d.Exec.Argv), noLoneEmpty(tr.d.Exec.Argv)) {
+		if !t.follow && t.report != nil && (!equalArgv(noLoneEmpty(d.Exec.Argv), noLoneEmpty(tr.d.Exec.Argv)) ||
+			tr.d.remembered && d.Exec.File != tr.d.Exec.File) {
 			// Decided again with other arguments than the check read
-			// (another thread rewrote them in between) and allowed: the
+			// (another thread rewrote them in between), or another file
+			// than the one it remembered (decideImage), and allowed: the
 			// record of the check does not say what runs, this one does.
 			// Reported while pid is still stopped, so it is the caller's.
 			r := d
@@ -676,6 +682,22 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		d.image, d.imageKnown = img.id, true
 		return true, d
 	}
+	follow := t.follow
+	if checked.remembered {
+		// The check decided the file the path led to before, without
+		// looking at what it leads to now (judge.open), and something
+		// differs: the file (the host replaced or rewrote it, or
+		// another sandbox did where this one cannot write; a #! script
+		// now, whose interpreter may even be the file remembered), its
+		// name, or the argv. What the kernel ran is decided as
+		// ptrace-only supervision decides an exec no check saw: the
+		// image, and the #! script behind it. The next check opens the
+		// path.
+		if t.forgetPath != nil {
+			t.forgetPath(checked.called)
+		}
+		checked, follow = &Verdict{}, true
+	}
 	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
 		// interpreter): the path led elsewhere by the time the kernel
@@ -695,7 +717,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		if at < 1 || len(kargv) < at || !equalArgv(kargv[:at], checked.Expect[:at]) {
 			return false, d
 		}
-	} else if t.follow {
+	} else if follow {
 		if i := scriptBehind(pid, root, kargv); i > 0 {
 			script, at = kargv[i], i+1
 		}

@@ -1,10 +1,15 @@
 package tests
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestAdvRememberedNameGoneStale: the check may take the canonical name of
@@ -41,4 +46,74 @@ mv ok bad && ln -sfn bad l
 	assert.Zero(t, strings.Count(r.stderr, "changed after check"), "the check took a stale name (killed at the exec event)")
 	assert.GreaterOrEqual(t, strings.Count(r.stderr, "cordon: denied:"), 101, "one denial per refused run")
 	assert.Contains(t, r.stderr, dir+"/bad/*", "the denial names the rule: %s", r.stderr)
+}
+
+// TestAdvRememberedFileReplacedByTheHost: on paths the sandbox cannot
+// change (every directory, symlink and the file on read-only mounts), the
+// check decides the file a path led to before without opening it again.
+// The host can still change them: here it replaces a program the sandbox
+// ran twice (a copy of true, in a directory under /var/tmp, read-only in
+// the sandbox as part of its root) with a copy of rm, which --deny rm
+// names by content. The exec event decides what the kernel mapped and
+// kills it before it runs ("changed after check"; the check allowed the
+// remembered true), and the next check opens the path again and refuses.
+// Then the host puts a copy of true back: it runs, with no refusal.
+func TestAdvRememberedFileReplacedByTheHost(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	tools, err := os.MkdirTemp("/var/tmp", "cordon-remembered-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tools) })
+	tool := filepath.Join(tools, "tool")
+	install := func(from string) {
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(tool+".new", b, 0o755))
+		require.NoError(t, os.Rename(tool+".new", tool))
+	}
+	install("/bin/true")
+	// The host's side: each time the sandbox asks (a file "reqN"), the
+	// next program is put in place and "doneN" made.
+	swaps := []string{"/bin/rm", "/bin/true"}
+	go func() {
+		for i, from := range swaps {
+			req := filepath.Join(dir, "req"+strconv.Itoa(i))
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(req); err == nil {
+					break
+				}
+			}
+			b, err := os.ReadFile(from)
+			if err != nil {
+				return
+			}
+			_ = os.WriteFile(tool+".new", b, 0o755)
+			_ = os.Rename(tool+".new", tool)
+			_ = os.WriteFile(filepath.Join(dir, "done"+strconv.Itoa(i)), nil, 0o644)
+		}
+	}()
+	script := `
+swap() { touch req$1; while [ ! -e done$1 ]; do sleep 0.01; done; }
+T=` + tool + `
+touch victim
+$T; $T; echo "true $?"
+swap 0
+$T victim; echo "rm $?"
+[ -e victim ] && echo "victim kept"
+$T victim; echo "rm again $?"
+[ -e victim ] && echo "victim kept again"
+swap 1
+$T victim; echo "true again $?"
+`
+	r := runCordon(t, runOpts{dir: dir}, "--deny", "rm", "--", "sh", "-c", script)
+	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "true 0\n", r.stderr)
+	assert.Contains(t, r.stdout, "rm 137\n", "not killed at the exec event (the check opened the path?): %s", r.stderr)
+	assert.Contains(t, r.stdout, "victim kept\n", "the replacement ran: %s", r.stderr)
+	assert.Contains(t, r.stdout, "rm again 126\n", "the check still took the file it remembered: %s", r.stderr)
+	assert.Contains(t, r.stdout, "victim kept again\n", r.stderr)
+	assert.Contains(t, r.stdout, "true again 0\n", r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "changed after check"), r.stderr)
+	assert.Equal(t, 2, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
+	assert.Contains(t, r.stderr, `rule: deny "rm"`, r.stderr)
 }
