@@ -42,7 +42,18 @@ func newJudge(pol *policy.Policy, fs *files) judge {
 // judge then does not allow is decided again from the file opened
 // (Supervisor.decide), and the exec event decides again in full whatever
 // the kernel mapped that is not that file (tracer.unchanged).
-func (j judge) open(pid, root int, called string) (target, syscall.Errno) {
+//
+// absolute says the caller passed called as it is: the kernel resolves it
+// from the caller's root, the sandbox's, as the proof of pathNames.target
+// walked it. A path relative to a directory descriptor or the working
+// directory (made absolute by absPath from what they were at the check) is
+// opened every time: another thread can point the descriptor, or the
+// shared working directory, elsewhere before the kernel's lookup (a red
+// team ran a denied script so: TestAdvRememberedFileThroughAnotherDirectory).
+func (j judge) open(pid, root int, called string, absolute bool) (target, syscall.Errno) {
+	if !absolute {
+		return openTarget(pid, root, called, j.names)
+	}
 	if e, ok := j.names.target(root, called); ok && j.heads.has(e.id) {
 		return target{pid: pid, fd: -1, id: e.id, path: e.name, named: true, writable: e.writable}, 0
 	}

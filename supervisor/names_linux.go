@@ -106,7 +106,7 @@ func (n *pathNames) get(root int, called string, id policy.FileID) (string, bool
 // it leads to now, when the sandbox can change neither where called leads
 // nor the file's name. root is the sandbox's root.
 func (n *pathNames) target(root int, called string) (pathName, bool) {
-	if n == nil || called == "" || strings.HasPrefix(called, "/proc/") {
+	if n == nil || called == "" || strings.HasPrefix(called, "/proc/") || strings.HasPrefix(called, "/dev/fd/") {
 		return pathName{}, false
 	}
 	n.mu.Lock()

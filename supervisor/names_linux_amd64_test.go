@@ -441,3 +441,73 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o755))
 }
+
+// TestPathNamesOtherNameIsRecorded: the path now leads to the same file
+// (its FileID unchanged) under another name the policy allows as well: it
+// runs, and since the check's record names the file as it remembered it,
+// the exec event reports one naming it as it ran.
+func TestPathNamesOtherNameIsRecorded(t *testing.T) {
+	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	id := fileID(t, h.okProg)
+	other := filepath.Join(h.dir, "ok2", "prog")
+	require.NoError(t, os.Rename(filepath.Dir(h.okProg), filepath.Dir(other)))
+	require.Equal(t, id, fileID(t, other))
+	h.point(t, other)
+	res, ran := h.runLink(t)
+	assertExit(t, 0, res, "through ok2/")
+	assert.True(t, ran)
+	checks := h.checks()
+	require.Len(t, checks, 3)
+	assert.Equal(t, h.okProg, checks[2].Exec.Resolved, "the check's name (remembered)")
+	var record *Verdict
+	for _, d := range h.r.all() {
+		if d.Reason == ReasonRedecided {
+			record = &d
+		}
+	}
+	if assert.NotNil(t, record, "no record of the name that ran") {
+		assert.Equal(t, other, record.Exec.Resolved)
+	}
+}
+
+// TestPathNamesTargetIsANestedScriptNow: as TestPathNamesTargetIsAScriptNow,
+// with the script denied by its path run through an allowed script whose
+// interpreter is the file remembered: the kernel's argv names the allowed
+// script first. The exec event makes the check the check skipped (the
+// path opened, every interpreter followed), so the denied script is
+// decided as itself and killed.
+func TestPathNamesTargetIsANestedScriptNow(t *testing.T) {
+	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+	inner := filepath.Join(h.dir, "ok", "inner")
+	require.NoError(t, os.WriteFile(inner, []byte("#!"+h.okProg+"\n"), 0o755))
+	outer := filepath.Join(h.dir, "bad", "outer")
+	require.NoError(t, os.Mkdir(filepath.Dir(outer), 0o755))
+	require.NoError(t, os.WriteFile(outer, []byte("#!"+inner+"\n"), 0o755))
+	h.point(t, outer)
+
+	res, ran := h.runLink(t)
+	assert.False(t, ran, "the denied script ran through an allowed one")
+	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
+		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
+	}
+	var killed bool
+	for _, d := range h.r.all() {
+		if d.Reason == ReasonChanged {
+			killed = true
+			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
+				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+			}
+		}
+	}
+	assert.True(t, killed, "no kill reported at the exec event")
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -666,7 +667,7 @@ func (s *Supervisor) decide(n *seccomp.Notif, d *Verdict) syscall.Errno {
 		if errno == unix.EPERM {
 			d.Reason = reasonNoDir
 		} else if errno == 0 {
-			tgt, errno = s.judge.open(pid, root, d.called)
+			tgt, errno = s.judge.open(pid, root, d.called, strings.HasPrefix(path, "/"))
 		}
 	}
 	if errno == unix.EPERM {

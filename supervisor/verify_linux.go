@@ -589,12 +589,14 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	ok, d := t.decideImage(pid, &tr.d, held)
 	if ok {
 		if !t.follow && t.report != nil && (!equalArgv(noLoneEmpty(d.Exec.Argv), noLoneEmpty(tr.d.Exec.Argv)) ||
-			tr.d.remembered && d.Exec.File != tr.d.Exec.File) {
+			d.Exec.File != tr.d.Exec.File || d.Exec.Resolved != tr.d.Exec.Resolved) {
 			// Decided again with other arguments than the check read
 			// (another thread rewrote them in between), or another file
-			// than the one it remembered (decideImage), and allowed: the
-			// record of the check does not say what runs, this one does.
-			// Reported while pid is still stopped, so it is the caller's.
+			// or name than it decided (a remembered file replaced, see
+			// decideImage; a path switched to another name of the same
+			// file), and allowed: the record of the check does not say
+			// what runs, this one does. Reported while pid is still
+			// stopped, so it is the caller's.
 			r := d
 			r.Time, r.Pid, r.Syscall, r.Arch = start, pid, tr.d.Syscall, tr.d.Arch
 			r.Reason, r.Latency = ReasonRedecided, time.Since(start)
@@ -682,21 +684,31 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		d.image, d.imageKnown = img.id, true
 		return true, d
 	}
-	follow := t.follow
 	if checked.remembered {
 		// The check decided the file the path led to before, without
 		// looking at what it leads to now (judge.open), and something
-		// differs: the file (the host replaced or rewrote it, or
-		// another sandbox did where this one cannot write; a #! script
-		// now, whose interpreter may even be the file remembered), its
-		// name, or the argv. What the kernel ran is decided as
-		// ptrace-only supervision decides an exec no check saw: the
-		// image, and the #! script behind it. The next check opens the
-		// path.
+		// differs: the file (the host replaced or rewrote it, or another
+		// sandbox did where this one cannot write; a #! script now,
+		// whose interpreter may be the very file remembered), its name,
+		// or the argv. The check it skipped is made now, from the path
+		// opened, and stands in for it below; the next check opens the
+		// path too.
 		if t.forgetPath != nil {
 			t.forgetPath(checked.called)
 		}
-		checked, follow = &Verdict{}, true
+		fresh, errno := t.recheck(pid, root, checked)
+		if errno != 0 {
+			d.Reason = fresh.Reason
+			return false, d
+		}
+		checked = &fresh
+		if t.unchanged(checked, &img, kargv) {
+			d.Exec = checked.Exec
+			d.Exec.Argv, d.Exec.Path = kargv, img.path
+			d.Result = checked.Result
+			d.image, d.imageKnown = img.id, true
+			return true, d
+		}
 	}
 	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
@@ -717,7 +729,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		if at < 1 || len(kargv) < at || !equalArgv(kargv[:at], checked.Expect[:at]) {
 			return false, d
 		}
-	} else if follow {
+	} else if t.follow {
 		if i := scriptBehind(pid, root, kargv); i > 0 {
 			script, at = kargv[i], i+1
 		}
@@ -751,6 +763,30 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		return checked.Result.Decision == policy.Ask && equalArgv(want, kargv), d
 	}
 	return false, d
+}
+
+// recheck makes, at the exec event, the check of checked that the check
+// skipped by taking a remembered file (Verdict.remembered): the path
+// called (absolute: judge.open remembers no other) opened in the caller's
+// root and decided by the judge with every head read, for the argv the
+// caller passed. Only an allow stands in for the check: an ask was never
+// put to anyone. The errno is nonzero when the path cannot be decided now.
+func (t *tracer) recheck(pid, root int, checked *Verdict) (Verdict, syscall.Errno) {
+	v := Verdict{Exec: policy.Exec{Argv: checked.Exec.Argv, Path: checked.Exec.Path},
+		Syscall: checked.Syscall, Arch: checked.Arch, called: checked.called, root: -1}
+	tgt, errno := openTarget(pid, root, checked.called, nil)
+	if errno != 0 {
+		v.Reason = reasonUnidentified
+		return v, errno
+	}
+	defer unix.Close(tgt.fd)
+	if errno := t.judge.decide(pid, root, &tgt, checked.Exec.Path, &v); errno != 0 {
+		return v, errno
+	}
+	if v.Result.Decision == policy.Ask {
+		v.Result.Decision = policy.Deny
+	}
+	return v, 0
 }
 
 // unchanged reports whether the image the kernel mapped, with the argv it
@@ -801,7 +837,7 @@ func (t *tracer) unchanged(checked *Verdict, img *target, kargv []string) bool {
 // kernel gave its interpreter.
 func (t *tracer) reopen(pid, root int, checked *Verdict, script string) (target, string, syscall.Errno) {
 	if checked.Expect == nil {
-		abs, errno := absPath(pid, root, unix.AT_FDCWD, script)
+		abs, errno := scriptPath(pid, root, script)
 		if errno != 0 {
 			return target{fd: -1}, "", errno
 		}
@@ -997,6 +1033,25 @@ func (t *tracer) followExec(pid int) {
 	}
 }
 
+// scriptPath makes name, the name the kernel gave a #! script's
+// interpreter, absolute in the caller's root. A script run by execveat
+// relative to a directory descriptor N is named /dev/fd/N/NAME (the kernel
+// refuses to run it if N is closed on exec, so N is still the caller's):
+// NAME is taken relative to that directory, as the kernel looked it up,
+// since the magic link itself is not followed (openTarget).
+func scriptPath(pid, root int, name string) (string, syscall.Errno) {
+	if rest, ok := strings.CutPrefix(name, "/dev/fd/"); ok {
+		if n, file, ok := strings.Cut(rest, "/"); ok && digits(n) && file != "" {
+			fd, err := strconv.ParseInt(n, 10, 32)
+			if err != nil {
+				return "", unix.ENOENT
+			}
+			return absPath(pid, root, int32(fd), file)
+		}
+	}
+	return absPath(pid, root, unix.AT_FDCWD, name)
+}
+
 // scriptBehind recognises an image that the kernel started for a #! script,
 // in ptrace-only supervision where no notification said so: the kernel's
 // argv is the #! line's interpreter (and its argument), then a file whose #!
@@ -1008,7 +1063,7 @@ func scriptBehind(pid, root int, argv []string) int {
 		if cand == "" {
 			continue
 		}
-		abs, errno := absPath(pid, root, unix.AT_FDCWD, cand)
+		abs, errno := scriptPath(pid, root, cand)
 		if errno != 0 {
 			continue
 		}

@@ -117,3 +117,31 @@ $T victim; echo "true again $?"
 	assert.Equal(t, 2, strings.Count(r.stderr, "cordon: denied:"), r.stderr)
 	assert.Contains(t, r.stderr, `rule: deny "rm"`, r.stderr)
 }
+
+// TestAdvRememberedFileThroughAnotherDirectory: the check may decide the
+// file a path led to before without opening the path, when nothing in the
+// sandbox can change where that path leads. A path relative to a
+// directory descriptor or the working directory is not such a path: a
+// second thread can point the descriptor at another directory between the
+// check and the kernel's lookup. The red team of that change ran a denied
+// script so (4 runs of 4, within 3-6 tries each): /usr/bin/true run once,
+// then execveat(3, "true") with 3 switched from /usr/bin to a directory
+// holding a script called true, which the kernel runs through /bin/sh as
+// /dev/fd/3/true; the check took /usr/bin/true from memory, and the exec
+// event, deciding what ran afresh, could not open /dev/fd/3/true to find
+// the script behind the interpreter. Neither may happen: the check opens
+// relative paths every time, and the event resolves /dev/fd/N/NAME through
+// the caller's descriptor. The workload is testdata/adversarial/dirflip.c.
+func TestAdvRememberedFileThroughAnotherDirectory(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	buildC(t, dir, "dirflip.c", "dirflip")
+	script := `
+mkdir -p /tmp/d && printf '#!/bin/sh\ntouch ` + dir + `/ran\n' > /tmp/d/true && chmod +x /tmp/d/true
+./dirflip /usr/bin /tmp/d true 300 ` + dir + `/ran
+`
+	r := runCordon(t, runOpts{dir: dir, timeout: 3 * time.Minute}, "--deny", "/tmp/d/*", "--", "sh", "-c", script)
+	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "dirflip: won 0 of 300\n", "the denied script ran: %s", lastLines(r.stderr, 5))
+	assert.Contains(t, r.stderr, `rule: deny "/tmp/d/*"`, "the switch never landed: the test proves nothing")
+}

@@ -100,3 +100,34 @@ func buildHolder(t *testing.T, dir string) string {
 	require.NoError(t, err, "%s", out)
 	return holder
 }
+
+// TestPtraceOnlyScriptThroughADirectoryDescriptor: with ptrace only, no
+// notification says an exec ran a #! script: the exec event recognises one
+// from the kernel's argv for the interpreter, whose argument is the
+// script's name. A script run by execveat relative to a directory
+// descriptor is named /dev/fd/N/NAME there, a magic link cordon never
+// follows: the script went unrecognised and only its interpreter was
+// decided, so a script denied by its path ran. Its name is taken relative
+// to the caller's descriptor now, and the script is denied.
+func TestPtraceOnlyScriptThroughADirectoryDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	holder := buildHolder(t, dir)
+	execat := buildC(t, dir, "execat.c", "execat")
+	scripts := filepath.Join(dir, "d")
+	require.NoError(t, os.Mkdir(scripts, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(scripts, "s"), []byte("#!/bin/sh\necho script ran\n"), 0o755))
+
+	cmd := exec.Command(holder, cordonBin, "--debug", "--deny", scripts+"/s", "--", "sh", "-c",
+		execat+" dirfd-kept "+scripts+" s s; echo rc=$?; "+scripts+"/s; echo rc2=$?")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", raceEnv}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "verification=ptrace-only")
+	assert.NotContains(t, stdout.String(), "script ran", "a denied script ran: %s", stderr.String())
+	assert.Contains(t, stdout.String(), "rc=137", "not killed at its exec event")
+	assert.Contains(t, stdout.String(), "rc2=137", "the script by its path")
+	assert.Equal(t, 2, strings.Count(stderr.String(), `rule: deny "`+scripts+`/s"`), stderr.String())
+	requireNoLeftovers(t)
+}

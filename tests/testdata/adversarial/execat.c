@@ -2,6 +2,9 @@
 // and reports on stdout when the door was shut:
 //
 //	execat dirfd DIR NAME ARGV0 ARGS...   execveat(open(DIR), NAME, ...)
+//	execat dirfd-kept DIR NAME ARGV0 ARGS... the same with DIR's descriptor kept
+//	                                      across exec (a #! script found through it
+//	                                      runs as /dev/fd/N/NAME)
 //	execat opath FILE ARGV0 ARGS...       execveat(open(FILE, O_PATH), "", AT_EMPTY_PATH)
 //	execat memfd FILE ARGV0 ARGS...       FILE's bytes copied into a memfd, sealed, fexecve'd
 //	execat procfd FILE ARGV0 ARGS...      the same memfd run as execve("/proc/self/fd/N")
@@ -57,10 +60,10 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	const char *mode = argv[1];
-	if (strcmp(mode, "dirfd") == 0) {
+	if (strcmp(mode, "dirfd") == 0 || strcmp(mode, "dirfd-kept") == 0) {
 		if (argc < 5)
 			return 2;
-		int dfd = open(argv[2], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int dfd = open(argv[2], O_PATH | O_DIRECTORY | (strcmp(mode, "dirfd") == 0 ? O_CLOEXEC : 0));
 		if (dfd < 0)
 			die("open dir");
 		sys_execveat(dfd, argv[3], argv + 4, 0);
