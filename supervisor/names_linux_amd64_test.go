@@ -103,6 +103,47 @@ func (h *namesRig) move(t *testing.T, prog string) {
 	h.point(t, prog)
 }
 
+// warm runs the link twice through ok/: the second check takes what the
+// first remembered.
+func (h *namesRig) warm(t *testing.T) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		res, ran := h.runLink(t)
+		assertExit(t, 0, res, "through ok/")
+		assert.True(t, ran)
+	}
+}
+
+// assertKilled asserts that an exec the check allowed was killed at its
+// exec event before it ran (why says what ran otherwise).
+func (h *namesRig) assertKilled(t *testing.T, res execResult, ran bool, why string) {
+	t.Helper()
+	assert.False(t, ran, why)
+	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
+		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
+	}
+}
+
+// assertKillReported asserts that the exec event reported a kill by the
+// rig's rule, of resolved (any name when empty).
+func (h *namesRig) assertKillReported(t *testing.T, resolved string) {
+	t.Helper()
+	var killed bool
+	for _, d := range h.r.all() {
+		if d.Reason != ReasonChanged {
+			continue
+		}
+		killed = true
+		if resolved != "" {
+			assert.Equal(t, resolved, d.Exec.Resolved, "the name the event decided")
+		}
+		if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
+			assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
+		}
+	}
+	assert.True(t, killed, "no kill reported at the exec event")
+}
+
 func fileID(t *testing.T, path string) policy.FileID {
 	t.Helper()
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
@@ -170,17 +211,7 @@ func TestPathNamesStaleEntryIsKilledAtTheEvent(t *testing.T) {
 	assert.True(t, stale.skipped, "the check did not use the remembered name")
 	assert.Equal(t, h.okProg, stale.Exec.Resolved, "the check's name")
 	assert.Zero(t, stale.Errno, "the check allowed it")
-	var killed bool
-	for _, d := range h.r.all() {
-		if d.Reason == ReasonChanged {
-			killed = true
-			assert.Equal(t, h.badProg, d.Exec.Resolved, "the event's name")
-			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
-				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
-			}
-		}
-	}
-	assert.True(t, killed, "no kill reported at the exec event")
+	h.assertKillReported(t, h.badProg)
 }
 
 // TestPathNamesRefusalRendersTheName: a remembered name the policy denies is
@@ -288,11 +319,7 @@ func TestPathNamesNotForNamesTheSandboxCanChange(t *testing.T) {
 func TestPathNamesTargetReplacedIsKilledAtTheEvent(t *testing.T) {
 	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
 	okID := fileID(t, h.okProg)
-	for i := 0; i < 2; i++ {
-		res, ran := h.runLink(t)
-		assertExit(t, 0, res, "through ok/")
-		assert.True(t, ran)
-	}
+	h.warm(t)
 	other := filepath.Join(h.dir, "bad", "prog")
 	require.NoError(t, os.Mkdir(filepath.Dir(other), 0o755))
 	copyFile(t, h.okProg, other)
@@ -300,26 +327,13 @@ func TestPathNamesTargetReplacedIsKilledAtTheEvent(t *testing.T) {
 	h.point(t, other)
 
 	res, ran := h.runLink(t)
-	assert.False(t, ran, "the replacement ran")
-	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
-		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
-	}
+	h.assertKilled(t, res, ran, "the replacement ran")
 	checks := h.checks()
 	require.Len(t, checks, 3)
 	stale := checks[2]
 	assert.Equal(t, okID, stale.Exec.File, "the check opened the path instead of taking the remembered file")
 	assert.Equal(t, h.okProg, stale.Exec.Resolved)
-	var killed bool
-	for _, d := range h.r.all() {
-		if d.Reason == ReasonChanged {
-			killed = true
-			assert.Equal(t, other, d.Exec.Resolved, "the event's name")
-			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
-				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
-			}
-		}
-	}
-	assert.True(t, killed, "no kill reported at the exec event")
+	h.assertKillReported(t, other)
 
 	// The event made the check forget the path: it opens it now.
 	res, ran = h.runLink(t)
@@ -336,11 +350,7 @@ func TestPathNamesTargetReplacedIsKilledAtTheEvent(t *testing.T) {
 func TestPathNamesTargetReplacedAndAllowedRuns(t *testing.T) {
 	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
 	okID := fileID(t, h.okProg)
-	for i := 0; i < 2; i++ {
-		res, ran := h.runLink(t)
-		assertExit(t, 0, res, "through ok/")
-		assert.True(t, ran)
-	}
+	h.warm(t)
 	other := filepath.Join(h.dir, "ok", "prog2")
 	copyFile(t, h.okProg, other)
 	h.point(t, other)
@@ -373,11 +383,7 @@ func TestPathNamesTargetReplacedAndAllowedRuns(t *testing.T) {
 // place is refused at the check.
 func TestPathNamesTargetOnlyWhereNothingCanChangeIt(t *testing.T) {
 	h := newNamesRig(t, "ok")
-	for i := 0; i < 2; i++ {
-		res, ran := h.runLink(t)
-		assertExit(t, 0, res, "through ok/")
-		assert.True(t, ran)
-	}
+	h.warm(t)
 	other := filepath.Join(h.dir, "bad", "prog")
 	require.NoError(t, os.Mkdir(filepath.Dir(other), 0o755))
 	copyFile(t, h.okProg, other)
@@ -399,35 +405,18 @@ func TestPathNamesTargetOnlyWhereNothingCanChangeIt(t *testing.T) {
 func TestPathNamesTargetIsAScriptNow(t *testing.T) {
 	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
 	okID := fileID(t, h.okProg)
-	for i := 0; i < 2; i++ {
-		res, ran := h.runLink(t)
-		assertExit(t, 0, res, "through ok/")
-		assert.True(t, ran)
-	}
+	h.warm(t)
 	script := filepath.Join(h.dir, "bad", "script")
 	require.NoError(t, os.Mkdir(filepath.Dir(script), 0o755))
 	require.NoError(t, os.WriteFile(script, []byte("#!"+h.okProg+"\n"), 0o755))
 	h.point(t, script)
 
 	res, ran := h.runLink(t)
-	assert.False(t, ran, "the denied script ran through its interpreter")
-	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
-		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
-	}
+	h.assertKilled(t, res, ran, "the denied script ran through its interpreter")
 	checks := h.checks()
 	require.Len(t, checks, 3)
 	assert.Equal(t, okID, checks[2].Exec.File, "the check opened the path instead of taking the remembered file")
-	var killed bool
-	for _, d := range h.r.all() {
-		if d.Reason == ReasonChanged {
-			killed = true
-			assert.Equal(t, script, d.Exec.Resolved, "the event decided the interpreter, not the script")
-			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
-				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
-			}
-		}
-	}
-	assert.True(t, killed, "no kill reported at the exec event")
+	h.assertKillReported(t, script)
 
 	res, ran = h.runLink(t)
 	assert.False(t, ran)
@@ -448,11 +437,7 @@ func copyFile(t *testing.T, from, to string) {
 // the exec event reports one naming it as it ran.
 func TestPathNamesOtherNameIsRecorded(t *testing.T) {
 	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
-	for i := 0; i < 2; i++ {
-		res, ran := h.runLink(t)
-		assertExit(t, 0, res, "through ok/")
-		assert.True(t, ran)
-	}
+	h.warm(t)
 	id := fileID(t, h.okProg)
 	other := filepath.Join(h.dir, "ok2", "prog")
 	require.NoError(t, os.Rename(filepath.Dir(h.okProg), filepath.Dir(other)))
@@ -483,11 +468,7 @@ func TestPathNamesOtherNameIsRecorded(t *testing.T) {
 // decided as itself and killed.
 func TestPathNamesTargetIsANestedScriptNow(t *testing.T) {
 	h := newNamesRig(t, "ok", func(h *namesRig) { h.fixed = true })
-	for i := 0; i < 2; i++ {
-		res, ran := h.runLink(t)
-		assertExit(t, 0, res, "through ok/")
-		assert.True(t, ran)
-	}
+	h.warm(t)
 	inner := filepath.Join(h.dir, "ok", "inner")
 	require.NoError(t, os.WriteFile(inner, []byte("#!"+h.okProg+"\n"), 0o755))
 	outer := filepath.Join(h.dir, "bad", "outer")
@@ -496,18 +477,6 @@ func TestPathNamesTargetIsANestedScriptNow(t *testing.T) {
 	h.point(t, outer)
 
 	res, ran := h.runLink(t)
-	assert.False(t, ran, "the denied script ran through an allowed one")
-	if assert.NotNil(t, res.Exit, "the exec itself succeeds (the check allowed the remembered file)") {
-		assert.Equal(t, -1, *res.Exit, "killed at the exec event")
-	}
-	var killed bool
-	for _, d := range h.r.all() {
-		if d.Reason == ReasonChanged {
-			killed = true
-			if assert.NotNil(t, d.Result.Rule, "the kill names no rule") {
-				assert.Equal(t, h.badPattern, d.Result.Rule.Pattern)
-			}
-		}
-	}
-	assert.True(t, killed, "no kill reported at the exec event")
+	h.assertKilled(t, res, ran, "the denied script ran through an allowed one")
+	h.assertKillReported(t, "")
 }

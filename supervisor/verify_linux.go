@@ -675,16 +675,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		defer t.judge.files.sandbox.release(r)
 		root = r
 	}
-	if t.unchanged(checked, &img, kargv) {
-		// What the kernel runs is what the check decided: the check's
-		// decision stands (see unchanged).
-		d.Exec = checked.Exec
-		d.Exec.Argv, d.Exec.Path = kargv, img.path
-		d.Result = checked.Result
-		d.image, d.imageKnown = img.id, true
-		return true, d
-	}
-	if checked.remembered {
+	if checked.remembered && !t.unchanged(checked, &img, kargv) {
 		// The check decided the file the path led to before, without
 		// looking at what it leads to now (judge.open), and something
 		// differs: the file (the host replaced or rewrote it, or another
@@ -702,13 +693,15 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 			return false, d
 		}
 		checked = &fresh
-		if t.unchanged(checked, &img, kargv) {
-			d.Exec = checked.Exec
-			d.Exec.Argv, d.Exec.Path = kargv, img.path
-			d.Result = checked.Result
-			d.image, d.imageKnown = img.id, true
-			return true, d
-		}
+	}
+	if t.unchanged(checked, &img, kargv) {
+		// What the kernel runs is what the check decided: the check's
+		// decision stands (see unchanged).
+		d.Exec = checked.Exec
+		d.Exec.Argv, d.Exec.Path = kargv, img.path
+		d.Result = checked.Result
+		d.image, d.imageKnown = img.id, true
+		return true, d
 	}
 	if checked.imageKnown && !img.id.Same(checked.image) {
 		// Not the file that was checked (or, for a script, its innermost
