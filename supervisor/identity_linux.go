@@ -827,12 +827,19 @@ func (f *files) expand(root int, pattern string, at *time.Time) []string {
 
 // Digest implements policy.Files: SHA-256 of the file's content, cached by
 // the whole FileID so a file rewritten in place is hashed again, and only
-// for files on devices no mount of the sandbox can write (see below).
+// for files on devices no mount of the sandbox can write (see below). The
+// cache is a shortcut for the check, not a proof: a writer outside the
+// sandbox changes a file through a shared mapping without a new FileID
+// (see recordingFiles.Digest). The image at an exec event (mapped) is
+// always hashed from the file the kernel mapped, whose content nothing can
+// change while it is being executed (the kernel refuses writers to it,
+// ETXTBSY), and that digest replaces the cached one.
 func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	cur := f.cur()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if d, ok := f.digests[id]; ok {
+	image := cur != nil && cur.mapped && cur.fd >= 0 && cur.id == id
+	if d, ok := f.digests[id]; ok && !image {
 		return d, true
 	}
 	if id.Size > maxDigestSize {

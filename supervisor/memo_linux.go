@@ -157,15 +157,20 @@ func (r *recordingFiles) LookupVouched(name string) []policy.FileID {
 }
 
 // Digest implements policy.Files. A decision that read the content of a
-// file the sandbox can write is not remembered: stores through a shared
-// writable mapping change such a file without a new ctime (Digest does not
-// cache those either), so the key could not tell the new content from the
-// old. A decision that read no content (sizes differ, the name or the
-// inode settled it) holds whatever the content becomes: a mapping cannot
-// change the size.
+// file is volatile: not remembered, and decided again at the exec event,
+// where the image's digest is taken from the mapped file itself
+// (files.Digest). Stores through a shared writable mapping change a file
+// without a new ctime, so neither the key nor Digest's cache can tell the
+// new content from the old; a device no mount of this sandbox can write is
+// no shelter, since the writer can be the host or another sandbox of the
+// same user that can write it (a red team's mapping, made before the
+// check, rewrote a file the check had taken for ls into a program the
+// policy denied, and it ran as ls). A decision that read no content
+// (sizes differ, the name or the inode settled it) holds whatever the
+// content becomes: a mapping cannot change the size.
 func (r *recordingFiles) Digest(id policy.FileID) ([32]byte, bool) {
 	sum, ok := r.files.Digest(id)
-	if r.on && (!ok || r.files.sandbox.writableDevice(id.Dev)) {
+	if r.on {
 		r.volatile = true
 	}
 	return sum, ok

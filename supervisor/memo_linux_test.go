@@ -38,8 +38,7 @@ func memoJudge(t *testing.T, dir string) (judge, *int) {
 	require.NoError(t, err)
 	j := newJudge(pol, newFiles(newSandboxView(0), dir))
 	// The test's files are on a device the sandbox could not write (as
-	// /usr often is): their content can change only with a new ctime, so
-	// decisions that read it are remembered.
+	// /usr often is): their digests are cached (files.Digest).
 	v := j.files.sandbox
 	v.init()
 	require.NoError(t, v.err)
@@ -55,7 +54,8 @@ func memoJudge(t *testing.T, dir string) (judge, *int) {
 // Decide reads that differs is another decision: the file replaced,
 // rewritten in place with its mtime restored, renamed, reached as writable,
 // other arguments. Each case would be decided wrongly from a stale entry:
-// the copy of prog must be denied, the harmless file allowed.
+// the copy of prog must be denied, the harmless file allowed. A decision
+// that read a file's content is never remembered (recordingFiles.Digest).
 func TestDecisionMemoCannotGoStale(t *testing.T) {
 	bin, work := t.TempDir(), t.TempDir()
 	progContent := []byte("#!/bin/sh\n# the program the rule names\n")
@@ -64,18 +64,31 @@ func TestDecisionMemoCannotGoStale(t *testing.T) {
 	require.Len(t, harmless, len(progContent)) // same size: only the digest tells them apart
 	x := filepath.Join(work, "x")
 	require.NoError(t, os.WriteFile(x, harmless, 0o755))
+	short := filepath.Join(work, "short")
+	require.NoError(t, os.WriteFile(short, []byte("#!/bin/sh\n"), 0o755)) // another size: no content read
 
 	j, misses := memoJudge(t, bin)
 	decide := func(e policy.Exec) policy.Decision { r, _ := j.policyDecide(&e); return r.Decision }
 
-	e := statExec(t, j, x, "x", "push")
-	assert.Equal(t, policy.Allow, decide(e))
-	assert.Equal(t, policy.Allow, decide(e))
+	s := statExec(t, j, short, "short", "push")
+	assert.Equal(t, policy.Allow, decide(s))
+	assert.Equal(t, policy.Allow, decide(s))
 	assert.Equal(t, 1, *misses, "the same exec again is answered by the memo")
+	_, volatile := j.policyDecide(&s)
+	assert.False(t, volatile)
 
 	// Other arguments: another key.
-	assert.Equal(t, policy.Allow, decide(statExec(t, j, x, "x", "pull")))
+	assert.Equal(t, policy.Allow, decide(statExec(t, j, short, "short", "pull")))
 	assert.Equal(t, 2, *misses)
+
+	// The same size as prog: its content decides, every time.
+	e := statExec(t, j, x, "x", "push")
+	before := *misses
+	assert.Equal(t, policy.Allow, decide(e))
+	assert.Equal(t, policy.Allow, decide(e))
+	assert.Equal(t, before+2, *misses, "a decision that read content was remembered")
+	_, volatile = j.policyDecide(&e)
+	assert.True(t, volatile, "the exec event must decide it again (tracer.unchanged)")
 
 	// Rewritten in place with prog's bytes, mtime set back: same inode,
 	// size and mtime, but ctime moved, so the copy is recognised.
@@ -94,8 +107,8 @@ func TestDecisionMemoCannotGoStale(t *testing.T) {
 
 	// Renamed: another Resolved, decided again (the same answer here).
 	y := filepath.Join(work, "y")
-	require.NoError(t, os.Rename(x, y))
-	before := *misses
+	require.NoError(t, os.Rename(short, y))
+	before = *misses
 	assert.Equal(t, policy.Allow, decide(statExec(t, j, y, "y", "push")))
 	assert.Equal(t, before+1, *misses)
 
@@ -105,26 +118,6 @@ func TestDecisionMemoCannotGoStale(t *testing.T) {
 	before = *misses
 	decide(w)
 	assert.Equal(t, before+1, *misses)
-
-	// On a device the sandbox can write, a decision that read the content
-	// is not remembered (a shared mapping rewrites without a new ctime);
-	// one that did not (another size) is.
-	v := j.files.sandbox
-	v.devState[e.File.Dev] = true
-	before = *misses
-	decide(statExec(t, j, y, "y", "push", "-v")) // y has prog's size: digested
-	ey := statExec(t, j, y, "y", "push", "-v")
-	_, volatile := j.policyDecide(&ey)
-	assert.Equal(t, before+2, *misses)
-	assert.True(t, volatile, "the exec event must decide it again (tracer.unchanged)")
-	small := filepath.Join(work, "small")
-	require.NoError(t, os.WriteFile(small, []byte("#!/bin/sh\n"), 0o755))
-	before = *misses
-	decide(statExec(t, j, small, "small", "push"))
-	es := statExec(t, j, small, "small", "push")
-	_, volatile = j.policyDecide(&es)
-	assert.Equal(t, before+1, *misses)
-	assert.False(t, volatile)
 
 	// [""] and [] are different argv.
 	before = *misses
@@ -270,4 +263,51 @@ func TestDigestOfARememberedTarget(t *testing.T) {
 	require.NoError(t, os.WriteFile(x, []byte("#!/bin/sh\n# something else, so long!!!\n"), 0o755))
 	_, ok := j.files.Digest(e.File)
 	assert.False(t, ok, "hashed another file for the one remembered")
+}
+
+// A file rewritten through a shared writable mapping whose pages were
+// already written keeps its FileID (no write fault, no new times): the
+// check's cached digest, and any decision made from it, is of the old
+// content. Such a decision is volatile (the exec event decides it again),
+// and the event hashes the image itself, not the cache: a harmless file
+// the check allowed with "push", turned into a copy of prog, is denied
+// there. (A red team ran a denied program as ls so, from a second sandbox.)
+func TestDigestAtTheEventIsTheImages(t *testing.T) {
+	bin, work := t.TempDir(), t.TempDir()
+	prog := []byte("#!/bin/sh\n# the program the rule names\n")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "prog"), prog, 0o755))
+	harmless := []byte("#!/bin/sh\n# something else, so long!!!\n")
+	require.Len(t, harmless, len(prog))
+	x := filepath.Join(work, "x")
+	require.NoError(t, os.WriteFile(x, harmless, 0o755))
+	f, err := os.OpenFile(x, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, len(harmless), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer unix.Munmap(m)
+	copy(m, harmless) // the write fault: times move now, not later
+	time.Sleep(20 * time.Millisecond)
+
+	j, _ := memoJudge(t, bin) // x's device counts as one the sandbox cannot write
+	e := statExec(t, j, x, "x", "push")
+	r, volatile := j.policyDecide(&e)
+	require.Equal(t, policy.Allow, r.Decision)
+	assert.True(t, volatile, "a decision that read content must be decided again at the exec event")
+
+	copy(m, prog) // no fault: the same FileID
+	require.Equal(t, e.File, statExec(t, j, x, "x", "push").File, "the rewrite moved the FileID: the test proves nothing")
+	r, _ = j.policyDecide(&e)
+	assert.Equal(t, policy.Allow, r.Decision, "the check's cache was expected to be stale (the test proves nothing)")
+
+	// At the exec event the image is the target, mapped.
+	fd, err := unix.Open(x, unix.O_PATH|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	j.files.setCurrent(&target{fd: fd, id: e.File, path: x, mapped: true})
+	r, _ = j.policyDecide(&e)
+	assert.Equal(t, policy.Deny, r.Decision, "the event decided from the cached digest, not the image's")
+	j.files.setCurrent(nil)
+	r, _ = j.policyDecide(&e)
+	assert.Equal(t, policy.Deny, r.Decision, "the event's digest did not replace the stale one")
 }

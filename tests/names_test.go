@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestAdvRememberedNameGoneStale: the check may take the canonical name of
@@ -144,4 +145,74 @@ mkdir -p /tmp/d && printf '#!/bin/sh\ntouch ` + dir + `/ran\n' > /tmp/d/true && 
 	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	assert.Contains(t, r.stdout, "dirflip: won 0 of 300\n", "the denied script ran: %s", lastLines(r.stderr, 5))
 	assert.Contains(t, r.stderr, `rule: deny "/tmp/d/*"`, "the switch never landed: the test proves nothing")
+}
+
+// TestAdvContentRewrittenThroughAMapping: a writer outside the sandbox
+// (here the test; a red team used a second cordon sandbox of the same
+// user) rewrites a program through a shared writable mapping whose pages
+// it had already written, so the FileID (size, mtime, ctime) stays what it
+// was when cordon hashed the file for "a copy of rm is rm". The file is a
+// copy of true padded to rm's size, on a device no mount of this sandbox
+// can write (under /var/tmp, the sandbox working in /dev/shm), so its
+// digest was cached; it becomes rm's bytes. The exec event must hash the
+// image it runs: killed, the victim kept. (Decided from the cached digest
+// it ran as true, and removed the victim.)
+func TestAdvContentRewrittenThroughAMapping(t *testing.T) {
+	requireSeccompNotify(t)
+	dir, err := os.MkdirTemp("/dev/shm", "cordon-mapping-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tools, err := os.MkdirTemp("/var/tmp", "cordon-mapping-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tools) })
+	var a, b unix.Stat_t
+	require.NoError(t, unix.Stat(dir, &a))
+	require.NoError(t, unix.Stat(tools, &b))
+	require.NotEqual(t, a.Dev, b.Dev, "/dev/shm and /var/tmp on one device: the sandbox could write the tool's")
+
+	rm, err := os.ReadFile("/bin/rm")
+	require.NoError(t, err)
+	truth, err := os.ReadFile("/bin/true")
+	require.NoError(t, err)
+	require.Less(t, len(truth), len(rm))
+	padded := append(truth, make([]byte, len(rm)-len(truth))...)
+	tool := filepath.Join(tools, "tool")
+	require.NoError(t, os.WriteFile(tool, padded, 0o755))
+	f, err := os.OpenFile(tool, os.O_RDWR, 0)
+	require.NoError(t, err)
+	m, err := unix.Mmap(int(f.Fd()), 0, len(padded), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	require.NoError(t, err)
+	copy(m, padded) // every page written now: the times move once, here
+	var before unix.Stat_t
+	require.NoError(t, unix.Stat(tool, &before))
+
+	go func() {
+		req := filepath.Join(dir, "req")
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(req); err == nil {
+				break
+			}
+		}
+		copy(m, rm) // no write fault: no new times
+		_ = unix.Munmap(m)
+		f.Close()
+		_ = os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
+	}()
+	script := `
+T=` + tool + `
+touch victim
+$T; echo "mapped $?"
+touch req; while [ ! -e done ]; do sleep 0.01; done
+$T victim; echo "rm $?"
+[ -e victim ] && echo "victim kept"
+`
+	r := runCordon(t, runOpts{dir: dir}, "--deny", "rm", "--", "sh", "-c", script)
+	var after unix.Stat_t
+	require.NoError(t, unix.Stat(tool, &after))
+	require.Equal(t, before.Ctim, after.Ctim, "the rewrite moved the ctime: the test proves nothing")
+	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "mapped 126\n", "the first exec was expected to fail with ETXTBSY (a writer held the file): %s", r.stderr)
+	assert.Contains(t, r.stdout, "rm 137\n", "not killed at the exec event: %s", r.stderr)
+	assert.Contains(t, r.stdout, "victim kept\n", "rm's bytes ran: %s", r.stderr)
+	assert.Contains(t, r.stderr, `rule: deny "rm"`, r.stderr)
 }
