@@ -371,17 +371,21 @@ func (d *decider) identify(base string, argv []string, mc *multiCallProg) {
 		if mc != nil && !mc.own(baseName(e.name)) {
 			continue
 		}
-		if d.same(e.name) {
-			if d.denyOnly || d.sameVouched(e.name) {
-				d.run(e.matchers, argv)
-			} else {
-				// The same file as, or a copy of, a file the sandbox
-				// could have put under the name: its deny and ask rules
-				// only.
-				d.denyOnly = true
-				d.run(e.matchers, argv)
-				d.denyOnly = false
-			}
+		same, unknown := d.sameOrUnknown(d.p.files.Lookup(e.name))
+		switch {
+		case same && (d.denyOnly || d.sameVouched(e.name)):
+			d.run(e.matchers, argv)
+		case same || unknown:
+			// The same file as, or a copy of, a file the sandbox could
+			// have put under the name; or a file of the same size as
+			// one whose content could not be compared (Digest had no
+			// answer: a file too large, unreadable, or on a filesystem
+			// whose content cordon cannot take for what runs): its deny
+			// and ask rules only, never its allows (fail closed).
+			was := d.denyOnly
+			d.denyOnly = true
+			d.run(e.matchers, argv)
+			d.denyOnly = was
 		}
 	}
 }
@@ -422,10 +426,19 @@ func (d *decider) sameVouched(name string) bool {
 }
 
 func (d *decider) sameAs(ids []FileID) bool {
+	same, _ := d.sameOrUnknown(ids)
+	return same
+}
+
+// sameOrUnknown reports whether the top exec's file is one of ids or has
+// the same content as one, and, when it is not found to be, whether that
+// is unknown: a file of the same size whose content, or the top file's,
+// Digest could not read.
+func (d *decider) sameOrUnknown(ids []FileID) (same, unknown bool) {
 	f := d.top.File
 	for _, id := range ids {
 		if id.Same(f) {
-			return true
+			return true, false
 		}
 	}
 	for _, id := range ids {
@@ -439,13 +452,16 @@ func (d *decider) sameAs(ids []FileID) bool {
 			}
 		}
 		if d.sumState != 1 {
-			return false
+			unknown = true
+			continue
 		}
-		if s, ok := d.p.files.Digest(id); ok && s == d.sum {
-			return true
+		s, ok := d.p.files.Digest(id)
+		if ok && s == d.sum {
+			return true, false
 		}
+		unknown = unknown || !ok
 	}
-	return false
+	return false, unknown
 }
 
 // run evaluates matchers against argv, classifying argv once per option

@@ -247,6 +247,8 @@ func TestIdentity(t *testing.T) {
 		{"renamed copy, same content", Exec{Argv: fields("g push"), Path: "./g", Resolved: "/tmp/g", File: FileID{Dev: 2, Ino: 7, Size: git.Size}, Known: true}, Deny},
 		{"same size, other content", Exec{Argv: fields("g push"), Path: "./g", Resolved: "/tmp/h", File: FileID{Dev: 2, Ino: 8, Size: git.Size}, Known: true}, Allow},
 		{"other file", Exec{Argv: fields("g push"), Path: "./g", Resolved: "/tmp/ls", File: FileID{Dev: 2, Ino: 9, Size: 10}, Known: true}, Allow},
+		{"same size, content unreadable: git's denials apply", Exec{Argv: fields("g push"), Path: "./g", Resolved: "/tmp/u", File: FileID{Dev: 2, Ino: 10, Size: git.Size}, Known: true}, Deny},
+		{"same size, content unreadable, not a denied subcommand", Exec{Argv: fields("g status"), Path: "./g", Resolved: "/tmp/u", File: FileID{Dev: 2, Ino: 10, Size: git.Size}, Known: true}, Allow},
 		{"unknown file", Exec{Argv: fields("g push"), Path: "./g", Resolved: "/home/u/g", File: git}, Allow},
 		{"identity and subcommand", Exec{Argv: fields("g status"), Path: "./g", Resolved: "/home/u/g", File: git, Known: true}, Allow},
 	}
@@ -259,6 +261,24 @@ func TestIdentity(t *testing.T) {
 			assert.Equal(t, tc.want, got.Decision, got.RuleText())
 		})
 	}
+
+	t.Run("content unreadable is never an allow", func(t *testing.T) {
+		// A file of git's size whose content Digest cannot read (too large,
+		// unreadable, on a filesystem whose reads need not be what runs)
+		// is git for its deny and ask rules only: fail closed both ways.
+		fs := newFiles()
+		unknown := FileID{Dev: 2, Ino: 10, Size: git.Size}
+		pf := compileRules(t, Deny, "allow git status").WithFiles(fs)
+		r := pf.Decide(&Exec{Argv: fields("g status"), Path: "./g", Resolved: "/tmp/u", File: unknown, Known: true})
+		assert.Equal(t, Deny, r.Decision, r.RuleText())
+		fs.sums[unknown] = gitSum
+		r = pf.Decide(&Exec{Argv: fields("g status"), Path: "./g", Resolved: "/tmp/u", File: unknown, Known: true})
+		assert.Equal(t, Allow, r.Decision, "a copy whose content was read: %s", r.RuleText())
+		// git's own digest unreadable: as unknown.
+		delete(fs.sums, git)
+		r = p.WithFiles(fs).Decide(&Exec{Argv: fields("g push"), Path: "./g", Resolved: "/tmp/u", File: unknown, Known: true})
+		assert.Equal(t, Deny, r.Decision, r.RuleText())
+	})
 
 	t.Run("without Files names only", func(t *testing.T) {
 		r := p.Decide(&Exec{Argv: fields("g push"), Path: "./g", Resolved: "/home/u/g", File: git, Known: true})

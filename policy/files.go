@@ -44,9 +44,12 @@ type Files interface {
 	// are followed; missing files are left out.
 	Lookup(name string) []FileID
 	// Digest returns a cryptographic hash (SHA-256) of the file's content,
-	// or ok false when the file cannot be read. Implementations should
-	// cache by the whole FileID, so a file rewritten in place (new ctime,
-	// whatever its size and mtime) is hashed again.
+	// or ok false when the file cannot be read, or its content cannot be
+	// taken for what would run. Implementations should cache by the whole
+	// FileID, so a file rewritten in place (new ctime, whatever its size
+	// and mtime) is hashed again. A file of a program's size whose content
+	// could not be compared counts as that program for its deny and ask
+	// rules, never for its allows.
 	Digest(f FileID) (sum [32]byte, ok bool)
 }
 

@@ -878,6 +878,9 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	if err != nil || got != id {
 		return [32]byte{}, false // replaced since it was looked at
 	}
+	if !contentStable(int(file.Fd())) {
+		return [32]byte{}, false
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, io.LimitReader(file, maxDigestSize+1)); err != nil {
 		return [32]byte{}, false
@@ -897,6 +900,27 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 	}
 	f.digests[id] = sum
 	return sum, true
+}
+
+// contentStable reports whether what fd's file reads is what the kernel
+// maps and runs, so that a digest of it says what runs: not on a
+// filesystem whose server answers each reader as it likes or whose file
+// other machines write (FUSE, with its direct I/O reads that skip the page
+// cache exec's faults fill: a red team's server gave cordon one program
+// and the kernel another, byte for byte; network and cluster filesystems),
+// and not when the type cannot be read.
+func contentStable(fd int) bool {
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(fd, &sfs) != nil {
+		return false
+	}
+	switch uint32(sfs.Type) {
+	case unix.FUSE_SUPER_MAGIC, unix.NFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC,
+		unix.CIFS_SUPER_MAGIC, unix.V9FS_MAGIC, unix.CEPH_SUPER_MAGIC, unix.AFS_FS_MAGIC,
+		unix.AFS_SUPER_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC:
+		return false
+	}
+	return true
 }
 
 // Resolve implements policy.Resolver: path as the current exec's caller

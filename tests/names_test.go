@@ -138,13 +138,13 @@ func TestAdvRememberedFileThroughAnotherDirectory(t *testing.T) {
 	dir := t.TempDir()
 	buildC(t, dir, "dirflip.c", "dirflip")
 	script := `
-mkdir -p /tmp/d && printf '#!/bin/sh\ntouch ` + dir + `/ran\n' > /tmp/d/true && chmod +x /tmp/d/true
-./dirflip /usr/bin /tmp/d true 300 ` + dir + `/ran
+mkdir -p d && printf '#!/bin/sh\ntouch ` + dir + `/ran\n' > d/true && chmod +x d/true
+./dirflip /usr/bin ` + dir + `/d true 300 ` + dir + `/ran
 `
-	r := runCordon(t, runOpts{dir: dir, timeout: 3 * time.Minute}, "--deny", "/tmp/d/*", "--", "sh", "-c", script)
+	r := runCordon(t, runOpts{dir: dir, timeout: 3 * time.Minute}, "--deny", dir+"/d/*", "--", "sh", "-c", script)
 	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	assert.Contains(t, r.stdout, "dirflip: won 0 of 300\n", "the denied script ran: %s", lastLines(r.stderr, 5))
-	assert.Contains(t, r.stderr, `rule: deny "/tmp/d/*"`, "the switch never landed: the test proves nothing")
+	assert.Contains(t, r.stderr, `rule: deny "`+dir+`/d/*"`, "the switch never landed: the test proves nothing")
 }
 
 // TestAdvContentRewrittenThroughAMapping: a writer outside the sandbox
@@ -212,7 +212,13 @@ $T victim; echo "rm $?"
 	require.Equal(t, before.Ctim, after.Ctim, "the rewrite moved the ctime: the test proves nothing")
 	assert.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	assert.Contains(t, r.stdout, "mapped 126\n", "the first exec was expected to fail with ETXTBSY (a writer held the file): %s", r.stderr)
-	assert.Contains(t, r.stdout, "rm 137\n", "not killed at the exec event: %s", r.stderr)
+	if os.Getenv(tierEnv) == "landlock" {
+		// The host's mounts are the sandbox's: /var/tmp's device is one it
+		// can write, so the check hashes the file every time and refuses.
+		assert.Contains(t, r.stdout, "rm 126\n", "not refused at the check: %s", r.stderr)
+	} else {
+		assert.Contains(t, r.stdout, "rm 137\n", "not killed at the exec event: %s", r.stderr)
+	}
 	assert.Contains(t, r.stdout, "victim kept\n", "rm's bytes ran: %s", r.stderr)
 	assert.Contains(t, r.stderr, `rule: deny "rm"`, r.stderr)
 }

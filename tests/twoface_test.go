@@ -1,0 +1,106 @@
+package tests
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cordon-sandbox/cordon/internal/testcap"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// TestAdvTwoFacedFile: a file whose reads depend on who reads
+// (testdata/adversarial/twoface.c, a FUSE server: cordon's supervisor gets
+// one program, the kernel's exec another, reads skipping the page cache).
+// A red team ran rm so under --deny rm (cordon hashed zeros) and under an
+// allowlist of ls (cordon hashed ls), deterministically. A process outside
+// the sandbox serves such a file; cordon cannot take the content it reads
+// there for what runs, so it compares none: a file of a named program's
+// size whose content it cannot prove is that program for its deny rules,
+// never for its allows.
+func TestAdvTwoFacedFile(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Geteuid() != 0 {
+		testcap.SkipOrFail(t, "mounting the FUSE server needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		testcap.SkipOrFail(t, "no /dev/fuse: %v", err)
+	}
+	dir := t.TempDir()
+	server := buildC(t, dir, "twoface.c", "twoface")
+	ls, err := os.ReadFile("/bin/ls")
+	require.NoError(t, err)
+	rm, err := os.ReadFile("/bin/rm")
+	require.NoError(t, err)
+	zeros := filepath.Join(dir, "zeros")
+	require.NoError(t, os.WriteFile(zeros, make([]byte, len(rm)), 0o644))
+
+	for _, tc := range []struct {
+		name, cordonSees string
+		args             []string
+		denial           string
+	}{
+		{"denylist: cordon reads zeros", zeros, []string{"--deny", "rm"}, `rule: deny "rm"`},
+		{"allowlist: cordon reads ls", "/bin/ls", []string{"--default", "deny", "--allow", "sh", "--allow", "ls"}, "rule: default deny"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Under /var/tmp: the sandbox's /tmp is its own.
+			mnt, err := os.MkdirTemp("/var/tmp", "cordon-twoface-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.Remove(mnt) })
+			mountTwoFace(t, server, mnt, tc.cordonSees, "/bin/rm")
+			prog := filepath.Join(mnt, "prog")
+			// Outside cordon the file is rm (the test proves nothing if not).
+			b, err := os.ReadFile(prog)
+			require.NoError(t, err)
+			want := rm
+			if tc.cordonSees == "/bin/ls" {
+				want = append(append([]byte{}, rm...), make([]byte, len(ls)-len(rm))...)
+			}
+			require.Equal(t, want, b, "the kernel's side of the file is not rm")
+
+			work := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(work, "victim"), nil, 0o644))
+			args := append(tc.args, "--", "sh", "-c", prog+" victim; echo rc=$?; [ -e victim ] && echo victim kept")
+			r := runCordon(t, runOpts{dir: work}, args...)
+			assert.Contains(t, r.stdout, "victim kept\n", "rm ran: %s", r.stderr)
+			assert.Contains(t, r.stdout, "rc=126\n", r.stderr)
+			assert.Contains(t, r.stderr, tc.denial, r.stderr)
+		})
+	}
+}
+
+// mountTwoFace starts the twoface server on mnt, serving a for cordon and b
+// for everyone else, and unmounts it when the test ends.
+func mountTwoFace(t *testing.T, server, mnt, a, b string) {
+	t.Helper()
+	if st, err := os.Stat(a); err == nil {
+		if bt, err := os.Stat(b); err == nil && bt.Size() > st.Size() {
+			require.Failf(t, "twoface", "%s is larger than %s: it would be cut", b, a)
+		}
+	}
+	cmd := exec.Command(server, mnt, a, b)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = unix.Unmount(mnt, unix.MNT_DETACH)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "the FUSE server did not start")
+	require.Equal(t, "ready\n", line)
+}
