@@ -3,7 +3,10 @@ package supervisor
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -903,12 +906,17 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 }
 
 // contentStable reports whether what fd's file reads is what the kernel
-// maps and runs, so that a digest of it says what runs: not on a
-// filesystem whose server answers each reader as it likes or whose file
-// other machines write (FUSE, with its direct I/O reads that skip the page
-// cache exec's faults fill: a red team's server gave cordon one program
-// and the kernel another, byte for byte; network and cluster filesystems),
-// and not when the type cannot be read.
+// maps and runs, for as long as it runs, so that a digest of it says what
+// runs. Not on a filesystem whose server answers each reader as it likes
+// or whose file other machines write (FUSE, with its direct I/O reads that
+// skip the page cache exec's faults fill: a red team's server gave cordon
+// one program and the kernel another, byte for byte; network and cluster
+// filesystems); not on a block device whose blocks change without a write
+// through the filesystem (blockUnstable); and not when either cannot be
+// read. A program is mapped, not read whole, at its exec: a page evicted
+// after the exec event is read again from the device when it faults (a red
+// team rewrote a loop device's backing file under a copy of ls so, and its
+// own code ran under an allowlist of ls).
 func contentStable(fd int) bool {
 	var sfs unix.Statfs_t
 	if unix.Fstatfs(fd, &sfs) != nil {
@@ -917,10 +925,68 @@ func contentStable(fd int) bool {
 	switch uint32(sfs.Type) {
 	case unix.FUSE_SUPER_MAGIC, unix.NFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC,
 		unix.CIFS_SUPER_MAGIC, unix.V9FS_MAGIC, unix.CEPH_SUPER_MAGIC, unix.AFS_FS_MAGIC,
-		unix.AFS_SUPER_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC:
+		unix.AFS_SUPER_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC, gfs2Magic, lustreMagic,
+		orangefsMagic:
 		return false
 	}
-	return true
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	return !blockUnstable(st.Dev)
+}
+
+// Filesystem types golang.org/x/sys/unix does not name (linux/magic.h and
+// the filesystems' own headers).
+const (
+	gfs2Magic     = 0x01161970
+	lustreMagic   = 0x0bd00bd0
+	orangefsMagic = 0x20030528
+)
+
+// blockUnstable reports whether the block device dev is one whose blocks
+// can change under its filesystem with no write through it: a loop device
+// (its backing file can be written directly), a network or userspace block
+// device (nbd, ublk, rbd, drbd), or a partition, device-mapper or md device
+// built on one. A device with no block device in /sys (tmpfs, overlayfs,
+// btrfs's anonymous device numbers) is not looked into: btrfs on a loop
+// device is not recognised.
+func blockUnstable(dev uint64) bool {
+	p, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(dev), unix.Minor(dev)))
+	if err != nil {
+		return false
+	}
+	return sysBlockUnstable(p, 0)
+}
+
+// sysBlockUnstable is blockUnstable for the device at p in /sys, depth
+// devices down a stack.
+func sysBlockUnstable(p string, depth int) bool {
+	if depth > 8 {
+		return true // deeper than any stack worth trusting
+	}
+	for _, d := range []string{p, filepath.Dir(p)} { // a partition's disk is its directory's parent
+		if _, err := os.Stat(filepath.Join(d, "loop")); err == nil {
+			return true
+		}
+		name := filepath.Base(d)
+		for _, prefix := range []string{"nbd", "ublkb", "rbd", "drbd"} {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		}
+	}
+	slaves, err := os.ReadDir(filepath.Join(p, "slaves"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	for _, sl := range slaves {
+		q, err := filepath.EvalSymlinks(filepath.Join(p, "slaves", sl.Name()))
+		if err != nil || sysBlockUnstable(q, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resolve implements policy.Resolver: path as the current exec's caller

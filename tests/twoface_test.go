@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +104,56 @@ func mountTwoFace(t *testing.T, server, mnt, a, b string) {
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err, "the FUSE server did not start")
 	require.Equal(t, "ready\n", line)
+}
+
+// TestAdvLoopBackedCopy: a filesystem on a loop device reads from a file
+// that can be written directly, without a write through the filesystem: a
+// page of a program evicted after its exec event is read again from the
+// rewritten backing file when it faults in. A red team ran its own code so
+// as a copy of ls under an allowlist of ls (an ext4 image the sandbox could
+// write, mounted by the host). cordon compares no content on such a device:
+// the copy of ls is not ls there (refused as the default denies), and a
+// copy of rm is still rm for --deny rm (its size, content unproven).
+func TestAdvLoopBackedCopy(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Geteuid() != 0 {
+		testcap.SkipOrFail(t, "setting up a loop device needs root")
+	}
+	t.Setenv("PATH", os.Getenv("PATH")+":/usr/sbin:/sbin")
+	mkfs, losetup := requireTool(t, "mkfs.ext4"), requireTool(t, "losetup")
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		testcap.SkipOrFail(t, "no loop devices: %v", err)
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "img")
+	require.NoError(t, os.WriteFile(img, nil, 0o644))
+	require.NoError(t, os.Truncate(img, 16<<20))
+	out, err := exec.Command(mkfs, "-q", "-F", img).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(losetup, "-f", "--show", img).Output()
+	require.NoError(t, err)
+	loop := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command(losetup, "-d", loop).Run() })
+	mnt, err := os.MkdirTemp("/var/tmp", "cordon-loop-") // the sandbox's /tmp is its own
+	require.NoError(t, err)
+	t.Cleanup(func() { os.Remove(mnt) })
+	require.NoError(t, unix.Mount(loop, mnt, "ext4", 0, ""))
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	for _, p := range []string{"ls", "rm"} {
+		b, err := os.ReadFile("/bin/" + p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(mnt, p), b, 0o755))
+	}
+
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "victim"), nil, 0o644))
+	r := runCordon(t, runOpts{dir: work}, "--default", "deny", "--allow", "sh", "--allow", "ls", "--", "sh", "-c",
+		"/bin/ls -d /; echo ls=$?; "+mnt+"/ls -d /; echo copy=$?")
+	assert.Contains(t, r.stdout, "ls=0\n", "the real ls is allowed: %s", r.stderr)
+	assert.Contains(t, r.stdout, "copy=126\n", "a copy of ls on a loop device was taken for ls: %s", r.stderr)
+	assert.Contains(t, r.stderr, mnt+"/ls -d / (rule: default deny", r.stderr)
+
+	r = runCordon(t, runOpts{dir: work}, "--deny", "rm", "--", "sh", "-c", mnt+"/rm victim; echo rc=$?; [ -e victim ] && echo victim kept")
+	assert.Contains(t, r.stdout, "victim kept\n", "rm ran: %s", r.stderr)
+	assert.Contains(t, r.stderr, `rule: deny "rm"`, r.stderr)
 }
