@@ -907,41 +907,54 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 
 // contentStable reports whether what fd's file reads is what the kernel
 // maps and runs, for as long as it runs, so that a digest of it says what
-// runs. Not on a filesystem whose server answers each reader as it likes
-// or whose file other machines write (FUSE, with its direct I/O reads that
-// skip the page cache exec's faults fill: a red team's server gave cordon
-// one program and the kernel another, byte for byte; network and cluster
-// filesystems); not on a block device whose blocks change without a write
-// through the filesystem (blockUnstable); and not when either cannot be
-// read. A program is mapped, not read whole, at its exec: a page evicted
-// after the exec event is read again from the device when it faults (a red
-// team rewrote a loop device's backing file under a copy of ls so, and its
-// own code ran under an allowlist of ls).
+// runs. Only on the filesystems known to keep a file's content in the
+// file (a list, so that anything else fails closed): not FUSE, whose
+// server answers each reader as it likes (with direct I/O reads that skip
+// the page cache exec's faults fill, a red team's server gave cordon one
+// program and the kernel another), network and cluster filesystems, or
+// overlayfs, whose file being executed is refused writers (ETXTBSY) while
+// the layer's file it is read from is not (a red team rewrote a copy of
+// ls's code in the lower layer while it ran, from a second sandbox); and,
+// for those on a block device, not one whose blocks change beneath the
+// filesystem (blockUnstable: a program is mapped, not read whole, at its
+// exec, so a page evicted after the exec event is read again from the
+// device when it faults; a red team rewrote a loop device's backing file
+// under a copy of ls so, and its own code ran under an allowlist of ls).
+// Not when any of it cannot be read.
 func contentStable(fd int) bool {
 	var sfs unix.Statfs_t
-	if unix.Fstatfs(fd, &sfs) != nil {
+	var st unix.Stat_t
+	if unix.Fstatfs(fd, &sfs) != nil || unix.Fstat(fd, &st) != nil {
 		return false
 	}
 	switch uint32(sfs.Type) {
-	case unix.FUSE_SUPER_MAGIC, unix.NFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC,
-		unix.CIFS_SUPER_MAGIC, unix.V9FS_MAGIC, unix.CEPH_SUPER_MAGIC, unix.AFS_FS_MAGIC,
-		unix.AFS_SUPER_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC, gfs2Magic, lustreMagic,
-		orangefsMagic:
-		return false
-	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
+	case unix.TMPFS_MAGIC, unix.RAMFS_MAGIC:
+		return true // the page cache is the storage
+	case unix.BTRFS_SUPER_MAGIC, zfsMagic:
+		// Their device numbers are not their disks': a pool on a loop
+		// device is not recognised.
+		return true
+	case unix.EROFS_SUPER_MAGIC_V1:
+		if unix.Major(st.Dev) == 0 {
+			return false // mounted from a file, with no block device
+		}
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC, unix.BCACHEFS_SUPER_MAGIC,
+		unix.SQUASHFS_MAGIC, unix.CRAMFS_MAGIC, unix.ISOFS_SUPER_MAGIC, unix.UDF_SUPER_MAGIC,
+		unix.MSDOS_SUPER_MAGIC, unix.EXFAT_SUPER_MAGIC, unix.NILFS_SUPER_MAGIC, unix.REISERFS_SUPER_MAGIC,
+		ntfs3Magic, hfsplusMagic, jfsMagic:
+	default:
 		return false
 	}
 	return !blockUnstable(st.Dev)
 }
 
-// Filesystem types golang.org/x/sys/unix does not name (linux/magic.h and
-// the filesystems' own headers).
+// Filesystem types golang.org/x/sys/unix does not name (their own
+// headers).
 const (
-	gfs2Magic     = 0x01161970
-	lustreMagic   = 0x0bd00bd0
-	orangefsMagic = 0x20030528
+	zfsMagic     = 0x2fc12fc1
+	ntfs3Magic   = 0x7366746e
+	hfsplusMagic = 0x482b
+	jfsMagic     = 0x3153464a
 )
 
 // blockUnstable reports whether the block device dev is one whose blocks

@@ -157,3 +157,37 @@ func TestAdvLoopBackedCopy(t *testing.T) {
 	assert.Contains(t, r.stdout, "victim kept\n", "rm ran: %s", r.stderr)
 	assert.Contains(t, r.stderr, `rule: deny "rm"`, r.stderr)
 }
+
+// TestAdvOverlayCopy: a program run from overlayfs is refused writers
+// (ETXTBSY) as the overlay's file, but the layer's file its pages are read
+// from can still be written through its own path: a red team rewrote a
+// copy of ls's code in the lower layer while it ran (from a second
+// sandbox that could write the layer), and its own code ran under an
+// allowlist of ls. cordon compares no content on overlayfs: the copy is
+// not ls there.
+func TestAdvOverlayCopy(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Geteuid() != 0 {
+		testcap.SkipOrFail(t, "mounting an overlay needs root")
+	}
+	dir := t.TempDir()
+	lower, lower2 := filepath.Join(dir, "lo"), filepath.Join(dir, "lo2")
+	require.NoError(t, os.Mkdir(lower, 0o755))
+	require.NoError(t, os.Mkdir(lower2, 0o755))
+	b, err := os.ReadFile("/bin/ls")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(lower, "ls"), b, 0o755))
+	mnt, err := os.MkdirTemp("/var/tmp", "cordon-overlay-") // the sandbox's /tmp is its own
+	require.NoError(t, err)
+	t.Cleanup(func() { os.Remove(mnt) })
+	if err := unix.Mount("overlay", mnt, "overlay", unix.MS_RDONLY, "lowerdir="+lower+":"+lower2); err != nil {
+		testcap.SkipOrFail(t, "mounting an overlay: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+
+	r := runCordon(t, runOpts{dir: t.TempDir()}, "--default", "deny", "--allow", "sh", "--allow", "ls", "--", "sh", "-c",
+		"/bin/ls -d /; echo ls=$?; "+mnt+"/ls -d /; echo copy=$?")
+	assert.Contains(t, r.stdout, "ls=0\n", "the real ls is allowed: %s", r.stderr)
+	assert.Contains(t, r.stdout, "copy=126\n", "a copy of ls on an overlay was taken for ls: %s", r.stderr)
+	assert.Contains(t, r.stderr, mnt+"/ls -d / (rule: default deny", r.stderr)
+}
