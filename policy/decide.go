@@ -33,6 +33,12 @@ type decider struct {
 	// sum caches the digest of top's file: 0 not computed, 1 ok, 2 failed.
 	sumState uint8
 	sum      [32]byte
+	// unpinned says top is a program the dynamic loader maps itself, after
+	// the exec: nothing refuses writers to it while it runs, as the kernel
+	// does for the image it maps, so its content at the decision is no
+	// proof of what runs, and a copy of a program is that program there for
+	// its deny and ask rules only (see sameOrUnknown).
+	unpinned bool
 	// planted says an allow rule naming the program did not apply because
 	// the file is one the sandbox could have put on its PATH (Vouching):
 	// a default deny then names PlantedRule, which says so.
@@ -111,10 +117,10 @@ func (d *decider) exec(e *Exec, depth int) {
 			if sub.Known {
 				// The loaded program is what really runs: decide it by
 				// identity too, as the top exec for the rest of the walk.
-				top, state, sum := d.top, d.sumState, d.sum
-				d.top, d.sumState = sub, 0
+				top, state, sum, unpinned := d.top, d.sumState, d.sum, d.unpinned
+				d.top, d.sumState, d.unpinned = sub, 0, true
 				d.exec(sub, depth+1)
-				d.top, d.sumState, d.sum = top, state, sum
+				d.top, d.sumState, d.sum, d.unpinned = top, state, sum, unpinned
 			} else {
 				d.exec(sub, depth+1)
 			}
@@ -433,7 +439,9 @@ func (d *decider) sameAs(ids []FileID) bool {
 // sameOrUnknown reports whether the top exec's file is one of ids or has
 // the same content as one, and, when it is not found to be, whether that
 // is unknown: a file of the same size whose content, or the top file's,
-// Digest could not read.
+// Digest could not read, or one with the same content that is unpinned (a
+// red team rewrote a copy of ls run as ld.so's program, from a second
+// sandbox, while it ran: its own code ran under an allowlist of ls).
 func (d *decider) sameOrUnknown(ids []FileID) (same, unknown bool) {
 	f := d.top.File
 	for _, id := range ids {
@@ -457,6 +465,9 @@ func (d *decider) sameOrUnknown(ids []FileID) (same, unknown bool) {
 		}
 		s, ok := d.p.files.Digest(id)
 		if ok && s == d.sum {
+			if d.unpinned {
+				return false, true
+			}
 			return true, false
 		}
 		unknown = unknown || !ok

@@ -404,3 +404,47 @@ func TestDecideConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+// resolvingFiles is fakeFiles that resolves a loader's program (Resolver).
+type resolvingFiles struct {
+	*fakeFiles
+	res map[string]Exec
+}
+
+func (r *resolvingFiles) Resolve(path string) (Exec, bool) {
+	e, ok := r.res[path]
+	return e, ok
+}
+
+// A program the dynamic loader maps itself (ld.so PROG) is not pinned
+// while it runs as the kernel's image is: a copy of git run so is git for
+// git's deny rules, never for its allows; git itself (its inode) is git.
+func TestLoaderProgramByContentNeverAllows(t *testing.T) {
+	git := FileID{Dev: 1, Ino: 100, Size: 4000000}
+	ld := FileID{Dev: 1, Ino: 50, Size: 200000}
+	cp := FileID{Dev: 2, Ino: 7, Size: git.Size}
+	fs := &resolvingFiles{fakeFiles: newFakeFiles(), res: map[string]Exec{
+		"/ro/g":        {Path: "/ro/g", Resolved: "/ro/g", File: cp, Known: true},
+		"/usr/bin/git": {Path: "/usr/bin/git", Resolved: "/usr/bin/git", File: git, Known: true},
+	}}
+	fs.add("git", git)
+	fs.add("/lib*/ld-*.so*", ld)
+	fs.sums[git], fs.sums[cp] = [32]byte{1}, [32]byte{1}
+	loader := func(argv string) *Exec {
+		return &Exec{Argv: fields("/lib64/ld-linux-x86-64.so.2 " + argv), Path: "/lib64/ld-linux-x86-64.so.2",
+			Resolved: "/lib64/ld-linux-x86-64.so.2", File: ld, Known: true}
+	}
+
+	allow := compileRules(t, Deny, "allow git status").WithFiles(fs)
+	r := allow.Decide(loader("/ro/g status"))
+	assert.Equal(t, Deny, r.Decision, "a copy of git run by the loader was allowed as git: %s", r.RuleText())
+	r = allow.Decide(loader("/usr/bin/git status"))
+	assert.Equal(t, Allow, r.Decision, "git itself through the loader: %s", r.RuleText())
+	// Exec'd directly, the copy is the kernel's image: git by its content.
+	r = allow.Decide(&Exec{Argv: fields("/ro/g status"), Path: "/ro/g", Resolved: "/ro/g", File: cp, Known: true})
+	assert.Equal(t, Allow, r.Decision, r.RuleText())
+
+	deny := compileRules(t, Allow, "deny git push").WithFiles(fs)
+	r = deny.Decide(loader("/ro/g push"))
+	assert.Equal(t, Deny, r.Decision, "git's denial must still apply: %s", r.RuleText())
+}

@@ -191,3 +191,40 @@ func TestAdvOverlayCopy(t *testing.T) {
 	assert.Contains(t, r.stdout, "copy=126\n", "a copy of ls on an overlay was taken for ls: %s", r.stderr)
 	assert.Contains(t, r.stderr, mnt+"/ls -d / (rule: default deny", r.stderr)
 }
+
+// TestAdvLoaderProgramCopy: the dynamic loader maps the program it is asked
+// to run itself, after the exec, and nothing refuses writers to that file
+// while it runs (the kernel does so for the image it maps only): a red
+// team rewrote a copy of ls run as "ld.so COPY" from a second sandbox
+// while it ran, and its own code ran under an allowlist of ls. A copy run
+// through the loader is not the program it copies for an allow; ls itself
+// through the loader, and the copy run directly, are.
+func TestAdvLoaderProgramCopy(t *testing.T) {
+	requireSeccompNotify(t)
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s: %v", loader, err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "cordon-loader-") // read-only in the sandbox
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ls, err := filepath.EvalSymlinks("/bin/ls")
+	require.NoError(t, err)
+	b, err := os.ReadFile(ls)
+	require.NoError(t, err)
+	cp := filepath.Join(dir, "lscopy")
+	require.NoError(t, os.WriteFile(cp, b, 0o755))
+
+	r := runCordon(t, runOpts{dir: t.TempDir()}, "--default", "deny", "--allow", "sh", "--allow", "ls", "--", "sh", "-c",
+		loader+" "+ls+" -d /; echo ls=$?; "+cp+" -d /; echo direct=$?; "+loader+" "+cp+" -d /; echo loaded=$?")
+	assert.Contains(t, r.stdout, "direct=0\n", "the copy run directly (the kernel's image): %s", r.stderr)
+	assert.Contains(t, r.stdout, "loaded=126\n", "a copy of ls run by the loader was taken for ls: %s", r.stderr)
+	if os.Getenv(tierEnv) == "landlock" {
+		// The host's mounts are writable there: no loader's program is
+		// on read-only mounts, and none is run (fail closed).
+		assert.Contains(t, r.stderr, `rule: deny "ld.so PROGRAM"`, r.stderr)
+		return
+	}
+	assert.Contains(t, r.stdout, "ls=0\n", "ls through the loader: %s", r.stderr)
+	assert.Contains(t, r.stderr, "lscopy -d / (rule: default deny", r.stderr)
+}
