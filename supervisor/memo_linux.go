@@ -109,6 +109,9 @@ type recordingFiles struct {
 	on       bool
 	expires  time.Time
 	volatile bool
+	// loaded collects the programs Resolve identified for a loader while
+	// a judge decides one exec (judge.decide resets and reads it).
+	loaded []policy.FileID
 }
 
 var (
@@ -182,7 +185,11 @@ func (r *recordingFiles) Resolve(path string) (policy.Exec, bool) {
 	if r.on {
 		r.volatile = true
 	}
-	return r.files.Resolve(path)
+	e, ok := r.files.Resolve(path)
+	if ok {
+		r.loaded = append(r.loaded, e.File)
+	}
+	return e, ok
 }
 
 // answeredAt returns the time the cached answer for name is dated at, and

@@ -96,6 +96,10 @@ type Verdict struct {
 	// no check had seen it, and the check forgets the entry (see
 	// tracer.decideImage).
 	remembered bool
+	// loaded are the programs a dynamic loader run as the exec's program
+	// was decided to open (files.Resolve), outermost loader's first: the
+	// exec event follows the loader until it has opened them (loaderWatch).
+	loaded []policy.FileID
 }
 
 // Refused reports whether cordon refused the exec: the policy denied it, or
@@ -804,6 +808,13 @@ func (s *Supervisor) guard(n *seccomp.Notif, d *Verdict) syscall.Errno {
 	// No exec event will prove the caller's root: prove it now.
 	if errno := s.proveRoot(pid, d); errno != 0 {
 		return errno
+	}
+	if len(d.loaded) > 0 {
+		// A dynamic loader opens its program after the exec, where only
+		// the tracer can follow it (loaderWatch).
+		d.Result = policy.Result{Decision: policy.Deny, Rule: &policy.LoaderRule}
+		d.Reason = "strict mode: a dynamic loader opens its program after the exec, and ptrace is not available to verify it"
+		return unix.EPERM
 	}
 	why := raceable(pid, s.opts.RootPid, argRanges(d, s.mem.ptrs, d.ptrSize), s.sandbox, d.ptrSize == 4)
 	if why == "" && s.immutable(d) {

@@ -156,6 +156,9 @@ type tracee struct {
 	deadline    time.Time
 	interrupted bool
 	killed      bool
+	// watch, when set, follows the dynamic loader the exec ran until it
+	// has opened the programs decided (see loaderWatch).
+	watch *loaderWatch
 }
 
 // errAttach wraps why ptrace could not attach to a caller.
@@ -475,6 +478,10 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 		t.followEvent(pid, ws)
 		return
 	}
+	if tr := t.tracees[pid]; tr != nil && tr.watch != nil && ws.Stopped() {
+		t.watchStop(pid, tr, ws)
+		return
+	}
 	switch {
 	case ws.Exited() || ws.Signaled():
 		t.forget(pid)
@@ -538,7 +545,7 @@ func (t *tracer) detach(tr *tracee) {
 func (t *tracer) expire() {
 	now := time.Now()
 	for tid, tr := range t.tracees {
-		if tr.interrupted || tr.killed || now.Before(tr.deadline) {
+		if tr.interrupted || tr.killed || tr.watch != nil || now.Before(tr.deadline) {
 			continue
 		}
 		tr.interrupted = true
@@ -606,6 +613,16 @@ func (t *tracer) verify(pid int, tr *tracee) {
 		if t.exec != nil && d.Exec.Argv != nil {
 			d.Time, d.Pid = start, pid
 			t.exec(&d)
+		}
+		if len(d.loaded) > 0 {
+			// A loader opens its program after this event: follow it
+			// until it has (see loaderWatch), or refuse.
+			d.Time, d.Pid, d.Syscall, d.Arch = start, pid, tr.d.Syscall, tr.d.Arch
+			if !t.watchLoader(pid, tr, d) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				tr.killed = true
+			}
+			return
 		}
 		t.detach(tr)
 		return
@@ -699,7 +716,7 @@ func (t *tracer) decideImage(pid int, checked *Verdict, heldRoot int) (bool, Ver
 		// decision stands (see unchanged).
 		d.Exec = checked.Exec
 		d.Exec.Argv, d.Exec.Path = kargv, img.path
-		d.Result = checked.Result
+		d.Result, d.loaded = checked.Result, checked.loaded
 		d.image, d.imageKnown = img.id, true
 		return true, d
 	}
@@ -1004,6 +1021,13 @@ func (t *tracer) followExec(pid int) {
 	d.Time, d.Pid = start, pid
 	if !ok && d.Result.Decision == policy.Ask && d.Exec.Argv != nil && t.ask != nil {
 		ok = t.ask(&d)
+	}
+	if ok && len(d.loaded) > 0 {
+		// The loader opens its program after this event, and this
+		// supervision does not follow it there (see loaderWatch).
+		ok = false
+		d.Result = policy.Result{Decision: policy.Deny, Rule: &policy.LoaderRule}
+		d.Reason = "ptrace-only supervision: a dynamic loader's program is not verified here"
 	}
 	if ok {
 		if t.exec != nil && d.Exec.Argv != nil {

@@ -228,3 +228,79 @@ func TestAdvLoaderProgramCopy(t *testing.T) {
 	assert.Contains(t, r.stdout, "ls=0\n", "ls through the loader: %s", r.stderr)
 	assert.Contains(t, r.stderr, "lscopy -d / (rule: default deny", r.stderr)
 }
+
+// TestAdvLoaderProgramSwapped: the dynamic loader opens its program after
+// the exec event, so a program decided as harmless can be swapped for a
+// denied one in between by anyone outside the sandbox who can write its
+// directory (here the test, exchanging a copy of true and a copy of rm in a
+// directory read-only in the sandbox; a red team did it from a second
+// sandbox and ran rm under --deny rm, 26 to 100 times in 300). cordon
+// follows the loader until it has opened the program decided and kills it
+// if the descriptor is another file.
+func TestAdvLoaderProgramSwapped(t *testing.T) {
+	requireSeccompNotify(t)
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s: %v", loader, err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "cordon-swap-") // read-only in the sandbox
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for name, from := range map[string]string{"prog": "/bin/true", "alt": "/bin/rm"} {
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o755))
+	}
+	d, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(d)
+	stop := make(chan struct{})
+	swapped := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				swapped <- n
+				return
+			default:
+			}
+			if unix.Renameat2(d, "prog", d, "alt", unix.RENAME_EXCHANGE) == nil {
+				n++
+			}
+			if n%64 == 0 {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+	}()
+	work := t.TempDir()
+	script := `i=0; while [ $i -lt 300 ]; do i=$((i+1)); touch v$i; ` + loader + ` ` + dir + `/prog -f v$i 2>/dev/null; done
+ls v* | wc -l`
+	r := runCordon(t, runOpts{dir: work, timeout: 3 * time.Minute}, "--deny", "rm", "--", "sh", "-c", script)
+	close(stop)
+	t.Logf("%d exchanges", <-swapped)
+	assert.Equal(t, "300", strings.TrimSpace(r.stdout), "rm ran through the loader: %s", lastLines(r.stderr, 5))
+	if os.Getenv(tierEnv) == "landlock" {
+		return // no loader's program is on a read-only mount there: all refused
+	}
+	kills := strings.Count(r.stderr, "the dynamic loader opened another file than the program decided")
+	t.Logf("%d kills at the loader's open, %d refusals in all", kills, strings.Count(r.stderr, "cordon: denied:"))
+	assert.Positive(t, kills, "no swap landed between the event and the loader's open: the test proves nothing")
+}
+
+// TestLoaderProgramNeedsTheTracer: with no exec event to follow the loader
+// to its program (strict mode), an exec of the loader as a program is
+// refused, naming the loader's rule; a program run directly is not.
+func TestLoaderProgramNeedsTheTracer(t *testing.T) {
+	requireSeccompNotify(t)
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s: %v", loader, err)
+	}
+	r := runCordon(t, runOpts{dir: t.TempDir()}, "--verify", "strict", "--", "/bin/true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	r = runCordon(t, runOpts{dir: t.TempDir()}, "--verify", "strict", "--", loader, "/bin/true")
+	assert.Equal(t, 126, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `rule: deny "ld.so PROGRAM"`, r.stderr)
+	assert.Contains(t, r.stderr, "strict mode: a dynamic loader opens its program after the exec", r.stderr)
+}

@@ -1,0 +1,161 @@
+package supervisor
+
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/cordon-sandbox/cordon/policy"
+	"golang.org/x/sys/unix"
+)
+
+// A dynamic loader run as a program (ld.so PROG) opens PROG itself, after
+// its exec event: the check and the event decide PROG as it is then
+// (files.Resolve, which requires it on mounts the sandbox cannot write),
+// but anyone outside the sandbox who can write PROG's directory (the host,
+// another sandbox of the same user) can rename another file in its place
+// before the loader opens it. A red team ran rm so under --deny rm, 26 to
+// 100 times in 300 (a rename loop next to a loop of ld.so PROG). So an
+// allowed exec whose decision resolved loader programs is not let go at
+// its exec event: the tracer follows the loader's system calls until it
+// has opened each program that was decided, in order, and checks that the
+// descriptor it got is that very file (its whole FileID), or kills it
+// before any instruction of the program runs. The loader opens its program
+// before anything else it loads (glibc's and musl's), so the first regular
+// file each loader level opens must be the one decided.
+type loaderWatch struct {
+	want []policy.FileID // the programs decided, outermost loader's first
+	n    int             // how many of want were opened
+	// nr and arch are the system call the last entry stop was for.
+	nr    uint64
+	arch  uint32
+	stops int
+	d     Verdict // the event's decision, for the report of a kill
+}
+
+// maxLoaderStops bounds the system call stops before the last program is
+// opened (a loader makes a handful): past it, the loader is killed.
+const maxLoaderStops = 256
+
+// syscallInfo is the kernel's struct ptrace_syscall_info: the head, then at
+// an entry stop the call's number and arguments, at an exit stop its
+// return value (a0) and whether that is an error.
+type syscallInfo struct {
+	syscallInfoHead
+	a0   uint64
+	args [6]uint64
+	_    [8]byte
+}
+
+const (
+	syscallInfoEntry = 1 // PTRACE_SYSCALL_INFO_ENTRY
+	syscallInfoExit  = 2 // PTRACE_SYSCALL_INFO_EXIT
+)
+
+// watchLoader starts following pid's system calls for the loader programs
+// d decided (see loaderWatch); false when it could not.
+func (t *tracer) watchLoader(pid int, tr *tracee, d Verdict) bool {
+	opts := unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD
+	if unix.PtraceSetOptions(pid, opts) != nil {
+		return false
+	}
+	tr.watch = &loaderWatch{want: d.loaded, d: d}
+	if unix.PtraceSyscall(pid, 0) != nil {
+		tr.watch = nil
+		return false
+	}
+	return true
+}
+
+// watchStop handles a stop of a tracee whose loader is followed.
+func (t *tracer) watchStop(pid int, tr *tracee, ws unix.WaitStatus) {
+	w := tr.watch
+	switch {
+	case ws.StopSignal() == unix.SIGTRAP|0x80:
+		w.stops++
+		if w.stops > maxLoaderStops {
+			t.killLoader(pid, tr, "the dynamic loader did not open the program decided")
+			return
+		}
+		var info syscallInfo
+		_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GET_SYSCALL_INFO, uintptr(pid),
+			unsafe.Sizeof(info), uintptr(unsafe.Pointer(&info)), 0, 0)
+		if errno != 0 {
+			t.killLoader(pid, tr, "the dynamic loader's system calls could not be read: "+errno.Error())
+			return
+		}
+		switch info.op {
+		case syscallInfoEntry:
+			w.nr, w.arch = info.a0, info.arch
+		case syscallInfoExit:
+			if isOpen(w.arch, w.nr) && int64(info.a0) >= 0 {
+				id, regular, ok := fdIdentity(pid, int(info.a0))
+				if !ok {
+					t.killLoader(pid, tr, "what the dynamic loader opened could not be identified")
+					return
+				}
+				if regular {
+					if id != w.want[w.n] {
+						t.killLoader(pid, tr, "the dynamic loader opened another file than the program decided")
+						return
+					}
+					if w.n++; w.n == len(w.want) {
+						tr.watch = nil
+						t.detach(tr)
+						return
+					}
+				}
+			}
+		}
+		_ = unix.PtraceSyscall(pid, 0)
+	case ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC:
+		t.killLoader(pid, tr, "the dynamic loader ran another program before opening the one decided")
+	case ws.TrapCause() == unix.PTRACE_EVENT_STOP:
+		_ = unix.PtraceSyscall(pid, 0)
+	default:
+		// Signal-delivery-stop: the signal goes on to the tracee.
+		_ = unix.PtraceSyscall(pid, int(ws.StopSignal()))
+	}
+}
+
+// isOpen reports whether nr is open, openat or openat2 in arch's numbering.
+func isOpen(arch uint32, nr uint64) bool {
+	switch arch {
+	case unix.AUDIT_ARCH_X86_64:
+		nr &^= x32Bit
+		return nr == 2 || nr == 257 || nr == 437
+	case unix.AUDIT_ARCH_I386:
+		return nr == 5 || nr == 295 || nr == 437
+	}
+	return false
+}
+
+// fdIdentity is the FileID of the file pid's descriptor fd is open on, and
+// whether that is a regular file.
+func fdIdentity(pid, fd int) (policy.FileID, bool, bool) {
+	f, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return policy.FileID{}, false, false
+	}
+	defer unix.Close(f)
+	id, mode, err := fstatID(f)
+	if err != nil {
+		return policy.FileID{}, false, false
+	}
+	return id, mode&unix.S_IFMT == unix.S_IFREG, true
+}
+
+// killLoader kills a followed loader before its program runs and reports
+// why, as a refusal by the loader's rule.
+func (t *tracer) killLoader(pid int, tr *tracee, why string) {
+	_ = unix.Kill(pid, unix.SIGKILL)
+	tr.killed = true
+	d := tr.watch.d
+	tr.watch = nil
+	d.Pid, d.Errno = pid, unix.EPERM
+	d.Result = policy.Result{Decision: policy.Deny, Rule: &policy.LoaderRule}
+	d.Reason = ReasonChanged + ": " + why
+	t.log.Debug("exec changed after check: killed", "pid", pid, "why", why, "ran", FormatArgv(d.Exec.Argv))
+	if t.report != nil {
+		t.report(&d)
+	}
+}
