@@ -159,8 +159,8 @@ var PlantedRule = Rule{
 var LoaderRule = Rule{
 	Decision: Deny,
 	Pattern:  "ld.so PROGRAM",
-	Message: "the program a dynamic loader is asked to run must be identifiable and lie on read-only mounts " +
-		"(the loader opens it after the check)",
+	Message: "the program a dynamic loader is asked to run must be identifiable (a path with a slash), lie on " +
+		"read-only mounts and have no other name (the loader opens and maps it after the check): run the program itself",
 	Source: "builtin",
 }
 

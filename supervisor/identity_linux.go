@@ -1010,7 +1010,9 @@ func sysBlockUnstable(p string, depth int) bool {
 // read-only mounts (walkReadOnly).
 func (f *files) Resolve(path string) (policy.Exec, bool) {
 	cur := f.cur()
-	if cur == nil || path == "" {
+	if cur == nil || !strings.Contains(path, "/") {
+		// A name with no slash the loader looks for in its library
+		// paths, not in the working directory.
 		return policy.Exec{}, false
 	}
 	root, err := f.sandbox.openRoot(cur.pid)
@@ -1028,6 +1030,16 @@ func (f *files) Resolve(path string) (policy.Exec, bool) {
 	}
 	defer unix.Close(t.fd)
 	if !walkReadOnly(root, abs) || f.neverRun[[2]uint64{t.id.Dev, t.id.Ino}] {
+		return policy.Exec{}, false
+	}
+	// The loader maps the program itself, and nothing refuses writers to
+	// it while it runs (the kernel does so for the image it maps only): a
+	// second name on a writable mount would let the sandbox rewrite it
+	// after it was decided (a red team hard-linked one into the working
+	// directory beforehand). One name, on read-only mounts, leaves writing
+	// it to what runs outside the sandbox.
+	var st unix.Stat_t
+	if unix.Fstat(t.fd, &st) != nil || st.Nlink != 1 {
 		return policy.Exec{}, false
 	}
 	f.mu.Lock()

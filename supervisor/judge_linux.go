@@ -82,7 +82,7 @@ func (j judge) policyDecide(e *policy.Exec) (policy.Result, bool) {
 func (j judge) decide(pid, root int, tgt *target, filename string, d *Verdict) syscall.Errno {
 	d.Interpreter, d.Expect, d.skipped = nil, nil, tgt.named
 	j.rec.loaded = j.rec.loaded[:0]
-	defer func() { d.loaded = append([]policy.FileID(nil), j.rec.loaded...) }()
+	defer func() { d.loaded = append([]loadedProg(nil), j.rec.loaded...) }()
 	if j.files.neverRun[[2]uint64{tgt.id.Dev, tgt.id.Ino}] {
 		d.Result = policy.Result{Decision: policy.Deny}
 		d.Reason = reasonNeverRun

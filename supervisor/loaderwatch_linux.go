@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unsafe"
 
@@ -10,26 +11,48 @@ import (
 
 // A dynamic loader run as a program (ld.so PROG) opens PROG itself, after
 // its exec event: the check and the event decide PROG as it is then
-// (files.Resolve, which requires it on mounts the sandbox cannot write),
-// but anyone outside the sandbox who can write PROG's directory (the host,
-// another sandbox of the same user) can rename another file in its place
-// before the loader opens it. A red team ran rm so under --deny rm, 26 to
-// 100 times in 300 (a rename loop next to a loop of ld.so PROG). So an
-// allowed exec whose decision resolved loader programs is not let go at
-// its exec event: the tracer follows the loader's system calls until it
-// has opened each program that was decided, in order, and checks that the
-// descriptor it got is that very file (its whole FileID), or kills it
-// before any instruction of the program runs. The loader opens its program
-// before anything else it loads (glibc's and musl's), so the first regular
-// file each loader level opens must be the one decided.
+// (files.Resolve, which requires it on mounts the sandbox cannot write,
+// with one name), but anyone outside the sandbox who can write PROG's
+// directory (the host, another sandbox of the same user) can rename
+// another file in its place before the loader opens it. A red team ran rm
+// so under --deny rm, 26 to 100 times in 300 (a rename loop next to a loop
+// of ld.so PROG). So an allowed exec whose decision resolved loader
+// programs is not let go at its exec event: the tracer follows the
+// loader's system calls until it has opened each program decided, in
+// order, and checks that the descriptor it got is that very file (its
+// whole FileID), or kills it before any instruction of the program runs.
+// The loader opens its program, by the path it was given and read-only,
+// before any other file it reads (glibc's and musl's; a file it opens to
+// write, LD_DEBUG_OUTPUT's, does not count): the first regular file
+// opened read-only must be the next program decided, by path and by
+// identity, or the loader is killed (a red team pointed LD_DEBUG_OUTPUT at
+// a second name of PROG, so that a watch counting any open took it for
+// PROG's and let go before the loader opened PROG; a read-only open of
+// any other file, LD_AUDIT's library or the cache a bare name is looked up
+// in, is a kill now). The content the loader then maps is not pinned as
+// the kernel's image is: a writer of PROG's inode outside the sandbox can
+// still change it (README, "Also open").
 type loaderWatch struct {
-	want []policy.FileID // the programs decided, outermost loader's first
-	n    int             // how many of want were opened
-	// nr and arch are the system call the last entry stop was for.
-	nr    uint64
-	arch  uint32
+	want []loadedProg // the programs decided, outermost loader's first
+	n    int          // how many of want were opened
+	// open is the open call whose entry was the last stop, if it was one.
+	open  *pendingOpen
 	stops int
 	d     Verdict // the event's decision, for the report of a kill
+}
+
+// loadedProg is a program a dynamic loader was decided to run: the path the
+// loader was given and the file it led to (files.Resolve).
+type loadedProg struct {
+	path string
+	id   policy.FileID
+}
+
+// pendingOpen is an open call seen at its entry: its path and whether it
+// opens read-only.
+type pendingOpen struct {
+	path   string
+	rdonly bool
 }
 
 // maxLoaderStops bounds the system call stops before the last program is
@@ -85,16 +108,24 @@ func (t *tracer) watchStop(pid int, tr *tracee, ws unix.WaitStatus) {
 		}
 		switch info.op {
 		case syscallInfoEntry:
-			w.nr, w.arch = info.a0, info.arch
+			w.open = nil
+			if p, ok, why := t.openCall(pid, &info); why != "" {
+				t.killLoader(pid, tr, why)
+				return
+			} else if ok {
+				w.open = p
+			}
 		case syscallInfoExit:
-			if isOpen(w.arch, w.nr) && int64(info.a0) >= 0 {
+			p := w.open
+			w.open = nil
+			if p != nil && p.rdonly && int64(info.a0) >= 0 {
 				id, regular, ok := fdIdentity(pid, int(info.a0))
 				if !ok {
 					t.killLoader(pid, tr, "what the dynamic loader opened could not be identified")
 					return
 				}
 				if regular {
-					if id != w.want[w.n] {
+					if want := w.want[w.n]; p.path != want.path || id != want.id {
 						t.killLoader(pid, tr, "the dynamic loader opened another file than the program decided")
 						return
 					}
@@ -117,16 +148,69 @@ func (t *tracer) watchStop(pid int, tr *tracee, ws unix.WaitStatus) {
 	}
 }
 
-// isOpen reports whether nr is open, openat or openat2 in arch's numbering.
-func isOpen(arch uint32, nr uint64) bool {
+// openCall reads the open, openat or openat2 call at an entry stop: its
+// path and whether it opens read-only. ok is false for any other call;
+// why is set when an open's arguments cannot be read (fail closed).
+func (t *tracer) openCall(pid int, info *syscallInfo) (p *pendingOpen, ok bool, why string) {
+	var pathAddr, flags uint64
+	switch openKind(info.arch, info.a0) {
+	case kindOpen:
+		pathAddr, flags = info.args[0], info.args[1]
+	case kindOpenat:
+		pathAddr, flags = info.args[1], info.args[2]
+	case kindOpenat2:
+		var how [8]byte
+		at := info.args[2]
+		if info.arch == unix.AUDIT_ARCH_I386 {
+			at &= 0xffffffff
+		}
+		if n, err := t.mem.readAt(pid, at, how[:]); err != nil || n != len(how) {
+			return nil, false, "the dynamic loader's open could not be read"
+		}
+		pathAddr, flags = info.args[1], binary.NativeEndian.Uint64(how[:])
+	default:
+		return nil, false, ""
+	}
+	if info.arch == unix.AUDIT_ARCH_I386 {
+		pathAddr &= 0xffffffff
+	}
+	path, err := t.mem.readString(pid, pathAddr, unix.PathMax, errNameLen)
+	if err != nil {
+		return nil, false, "the dynamic loader's open could not be read"
+	}
+	return &pendingOpen{path: path, rdonly: flags&unix.O_ACCMODE == unix.O_RDONLY}, true, ""
+}
+
+const (
+	kindNone = iota
+	kindOpen
+	kindOpenat
+	kindOpenat2
+)
+
+// openKind says which open call nr is in arch's numbering, if any.
+func openKind(arch uint32, nr uint64) int {
 	switch arch {
 	case unix.AUDIT_ARCH_X86_64:
-		nr &^= x32Bit
-		return nr == 2 || nr == 257 || nr == 437
+		switch nr &^ x32Bit {
+		case 2:
+			return kindOpen
+		case 257:
+			return kindOpenat
+		case 437:
+			return kindOpenat2
+		}
 	case unix.AUDIT_ARCH_I386:
-		return nr == 5 || nr == 295 || nr == 437
+		switch nr {
+		case 5:
+			return kindOpen
+		case 295:
+			return kindOpenat
+		case 437:
+			return kindOpenat2
+		}
 	}
-	return false
+	return kindNone
 }
 
 // fdIdentity is the FileID of the file pid's descriptor fd is open on, and

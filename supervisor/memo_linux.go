@@ -111,7 +111,7 @@ type recordingFiles struct {
 	volatile bool
 	// loaded collects the programs Resolve identified for a loader while
 	// a judge decides one exec (judge.decide resets and reads it).
-	loaded []policy.FileID
+	loaded []loadedProg
 }
 
 var (
@@ -187,7 +187,7 @@ func (r *recordingFiles) Resolve(path string) (policy.Exec, bool) {
 	}
 	e, ok := r.files.Resolve(path)
 	if ok {
-		r.loaded = append(r.loaded, e.File)
+		r.loaded = append(r.loaded, loadedProg{path: path, id: e.File})
 	}
 	return e, ok
 }

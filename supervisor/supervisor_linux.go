@@ -99,7 +99,7 @@ type Verdict struct {
 	// loaded are the programs a dynamic loader run as the exec's program
 	// was decided to open (files.Resolve), outermost loader's first: the
 	// exec event follows the loader until it has opened them (loaderWatch).
-	loaded []policy.FileID
+	loaded []loadedProg
 }
 
 // Refused reports whether cordon refused the exec: the policy denied it, or

@@ -304,3 +304,40 @@ func TestLoaderProgramNeedsTheTracer(t *testing.T) {
 	assert.Contains(t, r.stderr, `rule: deny "ld.so PROGRAM"`, r.stderr)
 	assert.Contains(t, r.stderr, "strict mode: a dynamic loader opens its program after the exec", r.stderr)
 }
+
+// TestLoaderProgramOneNameAndItsOpen: the loader maps its program without
+// the write protection the kernel gives an exec'd image, so a program with
+// a second name (which a red team had made in the sandbox's working
+// directory, to rewrite it after it was decided) is refused; and the
+// loader's open of a file to write (LD_DEBUG_OUTPUT, which the red team
+// pointed at such a second name so that the watch took it for the
+// program's open) neither counts for the program nor kills it.
+func TestLoaderProgramOneNameAndItsOpen(t *testing.T) {
+	requireSeccompNotify(t)
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s: %v", loader, err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "cordon-names-") // read-only in the sandbox
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := os.ReadFile("/bin/true")
+	require.NoError(t, err)
+	prog := filepath.Join(dir, "prog")
+	require.NoError(t, os.WriteFile(prog, b, 0o755))
+	single := filepath.Join(dir, "single")
+	require.NoError(t, os.WriteFile(single, b, 0o755))
+	require.NoError(t, os.Link(prog, filepath.Join(dir, "second")))
+	work := t.TempDir()
+
+	r := runCordon(t, runOpts{dir: work}, "--", "sh", "-c",
+		loader+" "+prog+"; echo linked=$?; LD_DEBUG=statistics LD_DEBUG_OUTPUT="+work+"/dbg "+loader+" "+single+"; echo decoy=$?")
+	assert.Contains(t, r.stdout, "linked=126\n", "a program with two names was run by the loader: %s", r.stderr)
+	assert.Contains(t, r.stderr, prog+" (rule: deny \"ld.so PROGRAM\"", r.stderr)
+	if os.Getenv(tierEnv) == "landlock" {
+		return // no loader's program is on a read-only mount there
+	}
+	assert.Contains(t, r.stdout, "decoy=0\n", "the loader's debug output file was taken for its program: %s", r.stderr)
+	matches, _ := filepath.Glob(filepath.Join(work, "dbg.*"))
+	assert.NotEmpty(t, matches, "the loader wrote no debug output: the open to write was not exercised")
+}
