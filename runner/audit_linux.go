@@ -28,6 +28,9 @@ type auditRecord struct {
 	Path     string   `json:"path"`
 	Resolved string   `json:"resolved"`
 	Argv     []string `json:"argv"`
+	// Loaded names the program a dynamic loader run as the exec's program
+	// (ld.so PROG) was decided to open, as a canonical path.
+	Loaded []string `json:"loaded,omitempty"`
 	// PathB64 and ArgvB64 are the exact bytes of the path and of every
 	// argument, base64, when any of them is not valid UTF-8: JSON strings
 	// carry text, and Path and Argv show such bytes as U+FFFD, so two
@@ -55,6 +58,7 @@ func writeAudit(w io.Writer, d *supervisor.Verdict) {
 		Path:      d.Exec.Path,
 		Resolved:  d.Exec.Resolved,
 		Argv:      d.Exec.Argv,
+		Loaded:    d.Loaded(),
 		Decision:  d.Result.Decision.String(),
 		Rule:      d.Result.RuleText(),
 		Errno:     int(d.Errno),

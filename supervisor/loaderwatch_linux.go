@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -42,10 +43,30 @@ type loaderWatch struct {
 }
 
 // loadedProg is a program a dynamic loader was decided to run: the path the
-// loader was given and the file it led to (files.Resolve).
+// loader was given, the file it led to and that file's canonical path
+// (files.Resolve).
 type loadedProg struct {
-	path string
-	id   policy.FileID
+	path, resolved string
+	id             policy.FileID
+}
+
+// Loaded returns the canonical paths of the programs a dynamic loader run
+// as this exec's program was decided to open (ld.so PROG: PROG), outermost
+// loader's first; nil for any other exec.
+func (d *Verdict) Loaded() []string {
+	if len(d.loaded) == 0 {
+		return nil
+	}
+	out := make([]string, len(d.loaded))
+	for i, l := range d.loaded {
+		out[i] = l.resolved
+	}
+	return out
+}
+
+// sameLoaded reports whether a and b are the same programs, in order.
+func sameLoaded(a, b []loadedProg) bool {
+	return slices.Equal(a, b)
 }
 
 // pendingOpen is an open call seen at its entry: its path and whether it

@@ -187,7 +187,7 @@ func (r *recordingFiles) Resolve(path string) (policy.Exec, bool) {
 	}
 	e, ok := r.files.Resolve(path)
 	if ok {
-		r.loaded = append(r.loaded, loadedProg{path: path, id: e.File})
+		r.loaded = append(r.loaded, loadedProg{path: path, resolved: e.Resolved, id: e.File})
 	}
 	return e, ok
 }

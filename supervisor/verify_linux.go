@@ -596,13 +596,15 @@ func (t *tracer) verify(pid int, tr *tracee) {
 	ok, d := t.decideImage(pid, &tr.d, held)
 	if ok {
 		if !t.follow && t.report != nil && (!equalArgv(noLoneEmpty(d.Exec.Argv), noLoneEmpty(tr.d.Exec.Argv)) ||
-			d.Exec.File != tr.d.Exec.File || d.Exec.Resolved != tr.d.Exec.Resolved) {
+			d.Exec.File != tr.d.Exec.File || d.Exec.Resolved != tr.d.Exec.Resolved || !sameLoaded(d.loaded, tr.d.loaded)) {
 			// Decided again with other arguments than the check read
 			// (another thread rewrote them in between), or another file
 			// or name than it decided (a remembered file replaced, see
 			// decideImage; a path switched to another name of the same
-			// file), and allowed: the record of the check does not say
-			// what runs, this one does. Reported while pid is still
+			// file), or a loader's program resolved to another file (its
+			// relative path from a working directory another thread
+			// changed), and allowed: the record of the check does not
+			// say what runs, this one does. Reported while pid is still
 			// stopped, so it is the caller's.
 			r := d
 			r.Time, r.Pid, r.Syscall, r.Arch = start, pid, tr.d.Syscall, tr.d.Arch

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -340,4 +341,101 @@ func TestLoaderProgramOneNameAndItsOpen(t *testing.T) {
 	assert.Contains(t, r.stdout, "decoy=0\n", "the loader's debug output file was taken for its program: %s", r.stderr)
 	matches, _ := filepath.Glob(filepath.Join(work, "dbg.*"))
 	assert.NotEmpty(t, matches, "the loader wrote no debug output: the open to write was not exercised")
+}
+
+// TestAdvLoaderProgramAudited: the audit line of an exec of a loader names
+// the program it was decided to run ("loaded"), and when the exec event,
+// deciding again, finds another program there and allows it, a second line
+// names the one that ran (a red team changed the working directory of a
+// relative program path from a second thread: 11 runs in 100 ran another
+// program than their only line named). Here the test flips a symlink on the
+// program's path between two directories, read-only in the sandbox, holding
+// a copy of true and a copy of echo: every run that ran must have, as its
+// last line, one whose "loaded" names what ran.
+func TestAdvLoaderProgramAudited(t *testing.T) {
+	requireSeccompNotify(t)
+	const loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s: %v", loader, err)
+	}
+	if os.Getenv(tierEnv) == "landlock" {
+		t.Skip("no loader's program is on a read-only mount in the landlock tier: none runs")
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "cordon-audit-") // read-only in the sandbox
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for sub, from := range map[string]string{"a": "/bin/true", "b": "/bin/echo"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, sub), 0o755))
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, sub, "file"), b, 0o755))
+	}
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink("a", link))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tmp := link + ".new"
+			_ = os.Remove(tmp)
+			_ = os.Symlink([]string{"a", "b"}[n%2], tmp)
+			_ = os.Rename(tmp, link)
+			time.Sleep(time.Duration(100+n%7*50) * time.Microsecond) // as long on a as on b
+		}
+	}()
+	work := t.TempDir()
+	audit := filepath.Join(work, "audit.jsonl")
+	script := `i=0; while [ $i -lt 500 ]; do i=$((i+1)); out=$(` + loader + ` ` + link + `/file hello 2>/dev/null); echo "rc=$? out=$out"; done`
+	r := runCordon(t, runOpts{dir: work, timeout: 3 * time.Minute}, "--audit", audit, "--", "sh", "-c", script)
+	close(stop)
+	<-done
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// The loader's lines, one run each: the check's, then perhaps the
+	// event's (a kill, or what ran).
+	b, err := os.ReadFile(audit)
+	require.NoError(t, err)
+	type line struct {
+		Argv   []string `json:"argv"`
+		Loaded []string `json:"loaded"`
+		Reason string   `json:"reason"`
+	}
+	var runs [][]line
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec line
+		require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
+		if len(rec.Argv) == 0 || rec.Argv[0] != loader {
+			continue
+		}
+		if rec.Reason == "" {
+			runs = append(runs, []line{rec})
+		} else if len(runs) > 0 {
+			runs[len(runs)-1] = append(runs[len(runs)-1], rec)
+		}
+	}
+	outs := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, runs, len(outs), "one check line per run")
+	var echoed, redecided int
+	for i, out := range outs {
+		if !strings.HasPrefix(out, "rc=0 ") {
+			continue // killed at the loader's open
+		}
+		want := filepath.Join(dir, "a", "file")
+		if out == "rc=0 out=hello" {
+			want, echoed = filepath.Join(dir, "b", "file"), echoed+1
+		}
+		if len(runs[i]) > 1 {
+			redecided++
+		}
+		last := runs[i][len(runs[i])-1]
+		assert.Equal(t, []string{want}, last.Loaded, "run %d printed %q; its lines: %+v", i, out, runs[i])
+	}
+	t.Logf("%d runs, %d ran echo, %d with a second line", len(outs), echoed, redecided)
+	assert.Positive(t, echoed, "the flip never landed: the test proves nothing")
 }
