@@ -201,14 +201,7 @@ func TestAdvOverlayCopy(t *testing.T) {
 // through the loader is not the program it copies for an allow; ls itself
 // through the loader, and the copy run directly, are.
 func TestAdvLoaderProgramCopy(t *testing.T) {
-	requireSeccompNotify(t)
-	const loader = "/lib64/ld-linux-x86-64.so.2"
-	if _, err := os.Stat(loader); err != nil {
-		testcap.SkipOrFail(t, "no %s: %v", loader, err)
-	}
-	dir, err := os.MkdirTemp("/var/tmp", "cordon-loader-") // read-only in the sandbox
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	loader, dir := loaderTest(t, "cordon-loader-")
 	ls, err := filepath.EvalSymlinks("/bin/ls")
 	require.NoError(t, err)
 	b, err := os.ReadFile(ls)
@@ -239,14 +232,7 @@ func TestAdvLoaderProgramCopy(t *testing.T) {
 // follows the loader until it has opened the program decided and kills it
 // if the descriptor is another file.
 func TestAdvLoaderProgramSwapped(t *testing.T) {
-	requireSeccompNotify(t)
-	const loader = "/lib64/ld-linux-x86-64.so.2"
-	if _, err := os.Stat(loader); err != nil {
-		testcap.SkipOrFail(t, "no %s: %v", loader, err)
-	}
-	dir, err := os.MkdirTemp("/var/tmp", "cordon-swap-") // read-only in the sandbox
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	loader, dir := loaderTest(t, "cordon-swap-")
 	for name, from := range map[string]string{"prog": "/bin/true", "alt": "/bin/rm"} {
 		b, err := os.ReadFile(from)
 		require.NoError(t, err)
@@ -314,14 +300,7 @@ func TestLoaderProgramNeedsTheTracer(t *testing.T) {
 // pointed at such a second name so that the watch took it for the
 // program's open) neither counts for the program nor kills it.
 func TestLoaderProgramOneNameAndItsOpen(t *testing.T) {
-	requireSeccompNotify(t)
-	const loader = "/lib64/ld-linux-x86-64.so.2"
-	if _, err := os.Stat(loader); err != nil {
-		testcap.SkipOrFail(t, "no %s: %v", loader, err)
-	}
-	dir, err := os.MkdirTemp("/var/tmp", "cordon-names-") // read-only in the sandbox
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	loader, dir := loaderTest(t, "cordon-names-")
 	b, err := os.ReadFile("/bin/true")
 	require.NoError(t, err)
 	prog := filepath.Join(dir, "prog")
@@ -353,17 +332,14 @@ func TestLoaderProgramOneNameAndItsOpen(t *testing.T) {
 // a copy of true and a copy of echo: every run that ran must have, as its
 // last line, one whose "loaded" names what ran.
 func TestAdvLoaderProgramAudited(t *testing.T) {
-	requireSeccompNotify(t)
-	const loader = "/lib64/ld-linux-x86-64.so.2"
-	if _, err := os.Stat(loader); err != nil {
-		testcap.SkipOrFail(t, "no %s: %v", loader, err)
-	}
+	loader, dir := loaderTest(t, "cordon-audit-")
 	if os.Getenv(tierEnv) == "landlock" {
-		t.Skip("no loader's program is on a read-only mount in the landlock tier: none runs")
+		// No loader's program is on a read-only mount there: none runs.
+		r := runCordon(t, runOpts{dir: t.TempDir()}, "--", loader, "/bin/true")
+		assert.Equal(t, 126, r.code, r.stderr)
+		assert.Contains(t, r.stderr, `rule: deny "ld.so PROGRAM"`, r.stderr)
+		return
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "cordon-audit-") // read-only in the sandbox
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	for sub, from := range map[string]string{"a": "/bin/true", "b": "/bin/echo"} {
 		require.NoError(t, os.Mkdir(filepath.Join(dir, sub), 0o755))
 		b, err := os.ReadFile(from)
@@ -438,4 +414,20 @@ func TestAdvLoaderProgramAudited(t *testing.T) {
 	}
 	t.Logf("%d runs, %d ran echo, %d with a second line", len(outs), echoed, redecided)
 	assert.Positive(t, echoed, "the flip never landed: the test proves nothing")
+}
+
+// loaderTest returns the x86-64 dynamic loader, and a fresh directory under
+// /var/tmp: a bwrap sandbox working elsewhere sees it read-only (its /tmp is
+// its own).
+func loaderTest(t *testing.T, prefix string) (loader, dir string) {
+	t.Helper()
+	requireSeccompNotify(t)
+	loader = "/lib64/ld-linux-x86-64.so.2"
+	if _, err := os.Stat(loader); err != nil {
+		testcap.SkipOrFail(t, "no %s: %v", loader, err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return loader, dir
 }
