@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/cordon-sandbox/cordon/internal/proc"
 	"github.com/cordon-sandbox/cordon/policy"
@@ -908,7 +909,8 @@ func (f *files) Digest(id policy.FileID) ([32]byte, bool) {
 // contentStable reports whether what fd's file reads is what the kernel
 // maps and runs, for as long as it runs, so that a digest of it says what
 // runs. Only on the filesystems known to keep a file's content in the
-// file (a list, so that anything else fails closed): not FUSE, whose
+// file, on the one device st_dev names (a list, so that anything else
+// fails closed): not FUSE, whose
 // server answers each reader as it likes (with direct I/O reads that skip
 // the page cache exec's faults fill, a red team's server gave cordon one
 // program and the kernel another), network and cluster filesystems, or
@@ -934,19 +936,38 @@ func contentStable(fd int) bool {
 		// Their device numbers are not their disks': a pool on a loop
 		// device is not recognised.
 		return true
-	case unix.EROFS_SUPER_MAGIC_V1:
-		if unix.Major(st.Dev) == 0 {
-			return false // mounted from a file, with no block device
+	case unix.XFS_SUPER_MAGIC:
+		// A realtime file's data is on the realtime device, not st_dev's.
+		if xflags, ok := fsXflags(fd); !ok || xflags&fsXflagRealtime != 0 {
+			return false
 		}
-	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC, unix.BCACHEFS_SUPER_MAGIC,
-		unix.SQUASHFS_MAGIC, unix.CRAMFS_MAGIC, unix.ISOFS_SUPER_MAGIC, unix.UDF_SUPER_MAGIC,
-		unix.MSDOS_SUPER_MAGIC, unix.EXFAT_SUPER_MAGIC, unix.NILFS_SUPER_MAGIC, unix.REISERFS_SUPER_MAGIC,
-		ntfs3Magic, hfsplusMagic, jfsMagic:
+	case unix.EXT4_SUPER_MAGIC, unix.SQUASHFS_MAGIC, unix.CRAMFS_MAGIC, unix.ISOFS_SUPER_MAGIC,
+		unix.UDF_SUPER_MAGIC, unix.MSDOS_SUPER_MAGIC, unix.EXFAT_SUPER_MAGIC, unix.NILFS_SUPER_MAGIC,
+		unix.REISERFS_SUPER_MAGIC, ntfs3Magic, hfsplusMagic, jfsMagic:
 	default:
+		// Not erofs, f2fs or bcachefs either: each can keep a file's data
+		// on devices other than st_dev's (a red team put an erofs file's
+		// data on an extra loop device, device=, and rewrote it there).
 		return false
 	}
 	return !blockUnstable(st.Dev)
 }
+
+// fsXflags returns fd's file's FS_IOC_FSGETXATTR flags (struct fsxattr's
+// fsx_xflags).
+func fsXflags(fd int) (uint32, bool) {
+	var fsx struct {
+		xflags, extsize, nextents, projid, cowextsize uint32
+		_                                             [8]byte
+	}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsGetxattr, uintptr(unsafe.Pointer(&fsx)))
+	return fsx.xflags, errno == 0
+}
+
+const (
+	fsIocFsGetxattr = 0x801c581f // _IOR('X', 31, struct fsxattr)
+	fsXflagRealtime = 0x1        // FS_XFLAG_REALTIME
+)
 
 // Filesystem types golang.org/x/sys/unix does not name (their own
 // headers).
