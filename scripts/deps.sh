@@ -24,9 +24,10 @@ if [ "${1:-}" = "--test" ]; then
 	command -v setsid >/dev/null 2>&1 || need+=(util-linux)
 	# Multi-call binaries: applets by argv[0], nesting, login-shell dashes.
 	command -v busybox >/dev/null 2>&1 || need+=(busybox)
-	# A filesystem on a loop device (content identity on unstable devices).
+	# Filesystems on loop and zram devices (content identity on unstable devices).
 	PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
 	PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null 2>&1 || need+=(mount)
+	command -v mkfs.erofs >/dev/null 2>&1 || need+=(erofs-utils)
 fi
 if [ "${1:-}" = "--bench" ]; then
 	# make bench cross-checks start-up times with hyperfine.

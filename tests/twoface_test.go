@@ -431,3 +431,60 @@ func loaderTest(t *testing.T, prefix string) (loader, dir string) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return loader, dir
 }
+
+// TestAdvErofsDataElsewhere: an erofs file's data can lie on an extra device
+// (mkfs.erofs --blobdev, mounted with device=) while its mount names another
+// (here a fresh zram device): a red team kept a copy of ls's data in a loop
+// device's backing file the sandbox could write, rewrote a page of it after
+// the exec event, and its code ran under an allowlist of ls. cordon compares
+// no content on erofs: the copy is not ls there.
+func TestAdvErofsDataElsewhere(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Geteuid() != 0 {
+		testcap.SkipOrFail(t, "setting up zram and loop devices needs root")
+	}
+	t.Setenv("PATH", os.Getenv("PATH")+":/usr/sbin:/sbin")
+	mkfs, losetup := requireTool(t, "mkfs.erofs"), requireTool(t, "losetup")
+	hotAdd, err := os.ReadFile("/sys/class/zram-control/hot_add") // reading it adds a device
+	if err != nil {
+		testcap.SkipOrFail(t, "no zram: %v", err)
+	}
+	zram := "zram" + strings.TrimSpace(string(hotAdd))
+	t.Cleanup(func() {
+		_ = os.WriteFile("/sys/block/"+zram+"/reset", []byte("1"), 0)
+		_ = os.WriteFile("/sys/class/zram-control/hot_remove", []byte(strings.TrimPrefix(zram, "zram")), 0)
+	})
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, os.Mkdir(src, 0o755))
+	b, err := os.ReadFile("/bin/ls")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(src, "ls"), b, 0o755))
+	meta, blob := filepath.Join(dir, "meta.img"), filepath.Join(dir, "blob.img")
+	out, err := exec.Command(mkfs, "--quiet", "--blobdev="+blob, "--chunksize=4096", meta, src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile("/sys/block/"+zram+"/disksize", []byte("16M"), 0))
+	img, err := os.ReadFile(meta)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile("/dev/"+zram, img, 0))
+	out, err = exec.Command(losetup, "-f", "--show", blob).Output()
+	require.NoError(t, err)
+	loop := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command(losetup, "-d", loop).Run() })
+	mnt, err := os.MkdirTemp("/var/tmp", "cordon-erofs-") // the sandbox's /tmp is its own
+	require.NoError(t, err)
+	t.Cleanup(func() { os.Remove(mnt) })
+	if err := unix.Mount("/dev/"+zram, mnt, "erofs", unix.MS_RDONLY, "device="+loop); err != nil {
+		testcap.SkipOrFail(t, "mounting erofs with an extra device: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	got, err := os.ReadFile(filepath.Join(mnt, "ls"))
+	require.NoError(t, err)
+	require.Equal(t, b, got, "the erofs copy of ls reads otherwise")
+
+	r := runCordon(t, runOpts{dir: t.TempDir()}, "--default", "deny", "--allow", "sh", "--allow", "ls", "--", "sh", "-c",
+		"/bin/ls -d /; echo ls=$?; "+mnt+"/ls -d /; echo copy=$?")
+	assert.Contains(t, r.stdout, "ls=0\n", "the real ls is allowed: %s", r.stderr)
+	assert.Contains(t, r.stdout, "copy=126\n", "a copy of ls on erofs with its data on a loop device was taken for ls: %s", r.stderr)
+	assert.Contains(t, r.stderr, mnt+"/ls -d / (rule: default deny", r.stderr)
+}

@@ -40,7 +40,7 @@ func addRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.ask, "ask", "deny", "how ask rules are answered: deny, allow, or tty (prompt on cordon's own terminal)")
 	fs.DurationVar(&o.askTimeout, "ask-timeout", 30*time.Second, "with --ask tty: deny when there is no answer within this time")
 	fs.StringVar(&o.verify, "verify", "auto", "race-free exec verification: auto (ptrace; strict where ptrace cannot attach), ptrace, or strict (no ptrace: refuse callers that could change their arguments after the check)")
-	fs.StringVar(&o.audit, "audit", "", "append one JSON line per exec decision to FILE (- for stderr); an exec whose arguments changed after the check and ran gets its own line, and bytes that are not UTF-8 are also given exactly (argv_b64, path_b64)")
+	fs.StringVar(&o.audit, "audit", "", "append one JSON line per exec decision to FILE (- for stderr); an exec whose arguments, file or loader's program changed after the check and ran gets its own line, ld.so PROG names PROG (loaded), and bytes that are not UTF-8 are also given exactly (argv_b64, path_b64)")
 	fs.BoolVar(&o.debug, "debug", false, "log what cordon does to stderr")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the command after this long (SIGTERM, then SIGKILL after --kill-grace); exit code 124")
 	fs.DurationVar(&o.killGrace, "kill-grace", 5*time.Second, "time between SIGTERM and SIGKILL on --timeout")
