@@ -91,9 +91,9 @@ type Verdict struct {
 	// and pathNames).
 	skipped bool
 	// remembered says the check decided the file pathNames remembered for
-	// the path called without opening the path (judge.open): the exec
-	// event decides what the kernel mapped, if it is another file, as if
-	// no check had seen it, and the check forgets the entry (see
+	// the path called without opening the path (judge.open): when what
+	// the kernel ran is not that exec, the exec event makes the skipped
+	// check itself (tracer.recheck) and the check forgets the entry (see
 	// tracer.decideImage).
 	remembered bool
 	// loaded are the programs a dynamic loader run as the exec's program
@@ -111,9 +111,10 @@ func (d *Verdict) Refused() bool { return d.Errno == unix.EPERM }
 // Options configures a Supervisor.
 type Options struct {
 	// OnDecision, when set, is called for every decision, for every
-	// exec killed at verification, and for every exec whose arguments
-	// changed after the check and that verification allowed as it ran
-	// (Reason ReasonRedecided: the arguments that run). An exec allowed with the caller held
+	// exec killed at verification, and for every exec whose arguments,
+	// file, name or loader's program changed after the check and that
+	// verification allowed as it ran (Reason ReasonRedecided: what runs).
+	// An exec allowed with the caller held
 	// by the tracer is answered first (the caller cannot be reaped, so
 	// its pid cannot be reused, until the callback returns); every other
 	// decision is reported before the caller is answered, while the pid is

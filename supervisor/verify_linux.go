@@ -51,10 +51,10 @@ func ParseVerify(s string) (Verify, error) {
 // because what the kernel ran is not what was checked.
 const ReasonChanged = "changed after check"
 
-// ReasonRedecided is Verdict.Reason for an exec whose arguments changed
-// between the check and the kernel's copy, decided again at
-// PTRACE_EVENT_EXEC as it ran, and allowed: the check's record shows the
-// arguments it read, this one the arguments that run.
+// ReasonRedecided is Verdict.Reason for an exec whose arguments, file, name
+// or loader's program changed between the check and the kernel's exec,
+// decided again at PTRACE_EVENT_EXEC as it ran, and allowed: the check's
+// record shows what it decided, this one what runs.
 const ReasonRedecided = "changed after check, allowed as run"
 
 const (
