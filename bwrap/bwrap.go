@@ -375,6 +375,66 @@ func (s *Spec) ReadOnlyPaths() (must, try []string) {
 	return must, try
 }
 
+// CoverKind says what a Cover puts over its path.
+type CoverKind int
+
+const (
+	// CoverFile is UnreadableFile bound read-only over an unreadable file.
+	CoverFile CoverKind = iota
+	// CoverEmptyDir is the read-only tmpfs of mode 0000 over an
+	// unreadable directory.
+	CoverEmptyDir
+	// CoverTmpfs is the empty tmpfs over a Hide directory.
+	CoverTmpfs
+	// CoverNull is /dev/null bound over a HideFiles file.
+	CoverNull
+)
+
+// Cover is a path the spec covers so that the sandbox cannot read what is
+// there, and with what.
+type Cover struct {
+	Path string
+	Kind CoverKind
+}
+
+// Covers lists the paths the spec covers (Unreadable, Hide, HideFiles),
+// each with what must be found there in the sandbox, but for a path inside
+// another covered directory: the tmpfs over that directory leaves nothing
+// of it. Being read-only is not the proof of a cover: a file the sandbox
+// sees read-only anyway is as readable as before when the cover landed
+// elsewhere (a directory on the path swapped for a link while bubblewrap
+// mounted it); what is at the path must be the cover itself (the runner
+// checks, checkLayout).
+func (s *Spec) Covers() []Cover {
+	var all []Cover
+	for _, u := range s.Unreadable {
+		k := CoverFile
+		if u.Dir {
+			k = CoverEmptyDir
+		}
+		all = append(all, Cover{filepath.Clean(u.Path), k})
+	}
+	for _, p := range s.Hide {
+		all = append(all, Cover{filepath.Clean(p), CoverTmpfs})
+	}
+	for _, p := range s.HideFiles {
+		all = append(all, Cover{filepath.Clean(p), CoverNull})
+	}
+	under := func(p string) bool {
+		return slices.ContainsFunc(all, func(c Cover) bool {
+			return (c.Kind == CoverEmptyDir || c.Kind == CoverTmpfs) && c.Path != p &&
+				strings.HasPrefix(p, strings.TrimSuffix(c.Path, "/")+"/")
+		})
+	}
+	out := make([]Cover, 0, len(all))
+	for _, c := range all {
+		if !under(c.Path) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 type bind struct{ op, path string }
 
 // Unreadable is one path covered by an empty object of mode 000.

@@ -428,3 +428,23 @@ func TestReadOnlyPaths(t *testing.T) {
 	assert.ElementsMatch(t, []string{"/w/re", "/w/cordon.yaml", "/w/x/ro", "/w/a/b/.git/config", "/w/secret"}, must)
 	assert.Equal(t, []string{"/w/g/maybe"}, try)
 }
+
+// TestCovers: every unreadable, hidden and /dev/null-covered path is listed
+// with what covers it, but for one inside a covered directory (the tmpfs
+// over the directory leaves nothing of it); a path that merely shares a
+// prefix with a covered directory is still listed.
+func TestCovers(t *testing.T) {
+	s := Spec{Dir: "/w", Command: []string{"x"},
+		Unreadable: []Unreadable{{Path: "/w/secret"}, {Path: "/w/keys/", Dir: true}, {Path: "/w/keys/inner"}, {Path: "/h/cordon/s"}},
+		Hide:       []string{"/h/cordon", "/w/keys/hidden"},
+		HideFiles:  []string{"/run/bus", "/w/keysock"},
+	}
+	assert.Equal(t, []Cover{
+		{"/w/secret", CoverFile},
+		{"/w/keys", CoverEmptyDir},
+		{"/h/cordon", CoverTmpfs},
+		{"/run/bus", CoverNull},
+		{"/w/keysock", CoverNull},
+	}, s.Covers())
+	assert.Empty(t, (&Spec{}).Covers())
+}

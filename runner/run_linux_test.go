@@ -458,3 +458,123 @@ func TestLayoutChangedBeforeMountIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// swapForLink makes a directory on the way to a path a link while
+// bubblewrap mounts the layout, and puts it back before the layout is
+// checked: what another sandbox of the same user writing that tree can do
+// in a race (red teams: 3-7 runs in 10 timed to the victim's start), here
+// through the test hooks on each side of bubblewrap's set-up.
+func swapForLink(t *testing.T, dir, link string) {
+	t.Helper()
+	testHookLayout = func() {
+		require.NoError(t, os.Rename(dir, dir+".real"))
+		require.NoError(t, os.Symlink(link, dir))
+	}
+	testHookMounted = func() {
+		require.NoError(t, os.Remove(dir))
+		require.NoError(t, os.Rename(dir+".real", dir))
+	}
+	t.Cleanup(func() {
+		testHookLayout, testHookMounted = nil, nil
+		if _, err := os.Lstat(dir + ".real"); err == nil {
+			_ = os.Remove(dir)
+			_ = os.Rename(dir+".real", dir)
+		}
+	})
+}
+
+// TestCoverLandedElsewhereIsRefused: a deny_read file or directory in a
+// tree the sandbox sees read-only (another sandbox writes it). A directory
+// on its path is a link to a decoy while bubblewrap mounts the cover, and
+// back before the command starts: the cover lands on the decoy, and the
+// secret is on a read-only mount, so "read-only" proves nothing. What is
+// at the path must be the cover itself: each run is refused, and the
+// secret never shows; unchanged, the same run goes and the secret is
+// unreadable.
+func TestCoverLandedElsewhereIsRefused(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	// Not under /tmp, which is private in the sandbox.
+	tree, err := os.MkdirTemp("/var/tmp", "cordon-cover-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	sub := filepath.Join(tree, "sub")
+	for _, d := range []string{filepath.Join(sub, "keys"), filepath.Join(tree, "decoy", "keys")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "secret"), []byte("SECRET-FILE\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "keys", "id"), []byte("SECRET-DIR\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "decoy", "secret"), []byte("decoy\n"), 0o644))
+
+	for _, tc := range []struct{ name, path string }{
+		{"a file", filepath.Join(sub, "secret")},
+		{"a directory", filepath.Join(sub, "keys")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, err := policy.Compile(policy.Config{
+				Default: policy.Allow,
+				Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: tc.path, Source: "test"}}},
+			})
+			require.NoError(t, err)
+			run := func() runOutcome {
+				return runCordon(t, IsolationBwrap, func(o *Options) { o.Policy = pol },
+					"sh", "-c", "cat "+filepath.Join(sub, "secret")+" "+filepath.Join(sub, "keys", "id")+"; echo RAN")
+			}
+			o := run()
+			require.NoError(t, o.err)
+			assert.Contains(t, o.stdout, "RAN", "the unchanged layout runs")
+			assert.NotContains(t, o.stdout, map[bool]string{true: "SECRET-FILE", false: "SECRET-DIR"}[tc.name == "a file"])
+
+			swapForLink(t, sub, "decoy")
+			o = run()
+			var se *SetupError
+			require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+			assert.Contains(t, o.err.Error(), "has not its cover on it")
+			assert.NotContains(t, o.stdout, "SECRET")
+			assert.NotContains(t, o.stdout, "RAN")
+		})
+	}
+}
+
+// TestWritableBindLandedElsewhereIsRefused: a --rw path that is a mount
+// point on the host already. A directory above it is a link to a directory
+// the sandbox must not write while bubblewrap binds it, and back before the
+// command starts: the writable bind lands on that directory, and the path
+// is still a mount point with the file the layout bound (the host's mount,
+// read-only under the root's bind). It must also be writable: the run is
+// refused and nothing is written outside.
+func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	if os.Geteuid() != 0 {
+		testcap.SkipOrFail(t, "mounting the host's tmpfs needs root")
+	}
+	tree, err := os.MkdirTemp("/var/tmp", "cordon-rwmount-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	parent := filepath.Join(tree, "p")
+	rw := filepath.Join(parent, "rw")
+	outside := filepath.Join(tree, "outside", "rw")
+	require.NoError(t, os.MkdirAll(rw, 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	require.NoError(t, unix.Mount("tmpfs", rw, "tmpfs", 0, "mode=0755"))
+	t.Cleanup(func() { _ = unix.Unmount(rw, unix.MNT_DETACH) })
+
+	run := func() runOutcome {
+		return runCordon(t, IsolationBwrap, func(o *Options) { o.RW = []string{rw} },
+			"sh", "-c", "echo x > "+filepath.Join(rw, "mine")+"; echo x > "+filepath.Join(outside, "planted")+"; echo RAN")
+	}
+	o := run()
+	require.NoError(t, o.err)
+	assert.Contains(t, o.stdout, "RAN", "the unchanged layout runs")
+	assert.FileExists(t, filepath.Join(rw, "mine"))
+	assert.NoFileExists(t, filepath.Join(outside, "planted"))
+
+	swapForLink(t, parent, "outside")
+	o = run()
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+	assert.Contains(t, o.err.Error(), "is on a read-only mount: its bind landed elsewhere")
+	assert.NotContains(t, o.stdout, "RAN")
+	assert.NoFileExists(t, filepath.Join(outside, "planted"))
+}

@@ -181,6 +181,11 @@ type startSpec struct {
 	// proven in the sandbox before its command starts (checkLayout).
 	readOnly, readOnlyTry []string
 	writable              []boundFile
+	// covers are the layout's covered paths (bwrap.Spec.Covers) and
+	// placeholder the identity of the file bound over unreadable files,
+	// both proven in the sandbox too.
+	covers      []bwrap.Cover
+	placeholder [2]uint64
 	// llBox is the landlock tier's layout: the box as bubblewrap would
 	// get it (git and files policy applied), set by argv.
 	llBox bwrap.Spec
@@ -804,6 +809,14 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		return []string{exe, InitArg}, nil
 	}
 	sp.readOnly, sp.readOnlyTry = box.ReadOnlyPaths()
+	sp.covers = box.Covers()
+	if box.UnreadableFile != "" {
+		var st unix.Stat_t
+		if err := unix.Stat(box.UnreadableFile, &st); err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("the placeholder of unreadable files: %w", err)}
+		}
+		sp.placeholder = [2]uint64{st.Dev, st.Ino}
+	}
 	sp.writable = sp.writable[:0]
 	for _, p := range box.WritablePaths() {
 		var st unix.Stat_t
@@ -816,7 +829,13 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		} else if err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
 		}
-		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino})
+		// A file on a read-only mount is bound read-only whatever the
+		// bind asks: only the others must be writable in the sandbox.
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(p, &sfs); err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
+		}
+		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino, readOnly: sfs.Flags&unix.ST_RDONLY != 0})
 	}
 	return sandboxArgv(bw, exe, box)
 }
@@ -952,7 +971,10 @@ func (s *Sandbox) handshake(cfg configMsg, sp startSpec) error {
 	s.initPid = int(s.conn.pid)
 	if !s.bare {
 		s.nsInit = nsInitPidfd(s.initPid)
-		if err := checkLayout(s.initPid, sp.readOnly, sp.readOnlyTry, sp.writable); err != nil {
+		if testHookMounted != nil {
+			testHookMounted()
+		}
+		if err := checkLayout(s.initPid, sp); err != nil {
 			closeAll(fds)
 			closeAll(netFDs)
 			return &SetupError{Err: err}
@@ -1214,29 +1236,45 @@ func (so *setupOutput) wait(d time.Duration) {
 // path on the way (checkLayout).
 var testHookLayout func()
 
+// testHookMounted, when set (by tests only), runs once bubblewrap has set
+// the sandbox up and before its layout is checked: where another sandbox
+// could put back what it changed for bubblewrap's mounts.
+var testHookMounted func()
+
 // boundFile is a path the layout binds writable and the file it was when
 // the layout was made.
 type boundFile struct {
 	path     string
 	dev, ino uint64
 	missing  bool // not there when the layout was made
+	readOnly bool // on a read-only mount on the host: the bind is too
 }
 
 // checkLayout proves, as the sandbox of the init initPid sees it, that its
-// mounts are the layout's: every path the layout binds read-only (must,
-// and try where it exists) is on a read-only mount, and every path it
-// binds writable is a mount point whose file is the one the layout bound,
-// each looked up from the sandbox's root with no symlink on the way (the
-// layout's paths are real). The layout is worked out from paths, and
-// bubblewrap resolves each bind's source and destination again when it
-// mounts it: a directory on a writable bind's path that another sandbox of
-// the same user turned into a link in between lands that bind over what
-// the layout protected, or somewhere else (another repository, the trust
-// store), or mounts another directory there (red teams' races, 1-9 runs in
-// 100). A writable bind that is where the layout put it, with the file it
-// bound, cannot be anywhere else. Any failure to prove it refuses the run.
-func checkLayout(initPid int, must, try []string, writable []boundFile) error {
-	if len(must)+len(try)+len(writable) == 0 {
+// mounts are the layout's (sp's readOnly, readOnlyTry, writable, covers):
+// every path the layout binds read-only (and each of readOnlyTry that
+// exists) is on a read-only mount; every path it binds writable is a mount
+// point whose file is the one the layout bound, writable unless the host's
+// mount is not; every path it covers (bwrap.Spec.Covers) has the cover
+// itself on it: the placeholder file, a read-only empty tmpfs of mode 0000,
+// a tmpfs, /dev/null. Each is looked up from the sandbox's root with no
+// symlink on the way (the layout's paths are real).
+//
+// The layout is worked out from paths, and bubblewrap resolves each bind's
+// source and destination again when it mounts it: a directory on a bind's
+// path that another sandbox of the same user turned into a link in between
+// lands that bind over what the layout protected, or somewhere else
+// (another repository, the trust store), or mounts another directory there
+// (red teams' races, 1-9 runs in 100), and the link can be gone again by
+// now. A writable bind that is where the layout put it, with the file it
+// bound, on a writable mount (a path that was a mount point on the host
+// already is one here, read-only under the root's bind, when the bind went
+// elsewhere), cannot be anywhere else; a cover found on its path covers
+// what is there now (a read-only mount does not: a file the sandbox sees
+// read-only anyway stays readable when its cover went elsewhere). Any
+// failure to prove it refuses the run.
+func checkLayout(initPid int, sp startSpec) error {
+	if len(sp.readOnly)+len(sp.readOnlyTry)+len(sp.writable)+len(sp.covers) == 0 {
 		return nil
 	}
 	root, err := unix.Open("/proc/"+strconv.Itoa(initPid)+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -1256,64 +1294,109 @@ func checkLayout(initPid int, must, try []string, writable []boundFile) error {
 		}
 		return proc.Openat2(root, rel, &how)
 	}
-	readOnly := func(p string, mayBeMissing bool) error {
+	// look opens p and returns its mount id, its statx and its statfs.
+	type found struct {
+		mnt uint64
+		sx  unix.Statx_t
+		sfs unix.Statfs_t
+	}
+	look := func(p string) (found, error) {
+		var f found
 		fd, err := open(p)
+		if err != nil {
+			return f, err
+		}
+		defer unix.Close(fd)
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW,
+			unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_INO|unix.STATX_MNT_ID, &f.sx); err != nil {
+			return f, err
+		}
+		if f.sx.Mask&unix.STATX_MNT_ID == 0 {
+			return f, errors.New("no mount id (statx STATX_MNT_ID, Linux 5.8)")
+		}
+		if err := unix.Fstatfs(fd, &f.sfs); err != nil {
+			return f, err
+		}
+		f.mnt = f.sx.Mnt_id
+		return f, nil
+	}
+	// mountPoint reports whether p, found as f, is a mount point: its
+	// parent is on another mount.
+	mountPoint := func(p string, f found) (bool, error) {
+		parent, err := look(filepath.Dir(p))
+		if err != nil {
+			return false, err
+		}
+		return parent.mnt != f.mnt, nil
+	}
+	readOnly := func(p string, mayBeMissing bool) error {
+		f, err := look(p)
 		if err == unix.ENOENT && mayBeMissing {
 			return nil
 		}
 		if err != nil {
 			return changed(p, fmt.Sprintf("(which the sandbox must not change) is not where the layout put it (%v)", err))
 		}
-		defer unix.Close(fd)
-		var st unix.Statfs_t
-		if err := unix.Fstatfs(fd, &st); err != nil {
-			return fmt.Errorf("checking %s in the sandbox: %w", p, err)
-		}
-		if st.Flags&unix.ST_RDONLY == 0 {
+		if f.sfs.Flags&unix.ST_RDONLY == 0 {
 			return changed(p, "(which the sandbox must not change) is writable in it")
 		}
 		return nil
 	}
-	mount := func(p string) (uint64, *unix.Statx_t, error) {
-		fd, err := open(p)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer unix.Close(fd)
-		var sx unix.Statx_t
-		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_MNT_ID, &sx); err != nil {
-			return 0, nil, err
-		}
-		if sx.Mask&unix.STATX_MNT_ID == 0 {
-			return 0, nil, errors.New("no mount id (statx STATX_MNT_ID, Linux 5.8)")
-		}
-		return sx.Mnt_id, &sx, nil
-	}
-	for _, w := range writable {
+	for _, w := range sp.writable {
 		if w.missing {
 			return changed(w.path, "(bound writable) appeared after the layout was made")
 		}
-		id, sx, err := mount(w.path)
+		f, err := look(w.path)
 		if err != nil {
 			return changed(w.path, fmt.Sprintf("(bound writable) is not where the layout put it (%v)", err))
 		}
-		if unix.Mkdev(sx.Dev_major, sx.Dev_minor) != w.dev || sx.Ino != w.ino {
+		if unix.Mkdev(f.sx.Dev_major, f.sx.Dev_minor) != w.dev || f.sx.Ino != w.ino {
 			return changed(w.path, "(bound writable) is not the file the layout bound")
 		}
-		parent, _, err := mount(filepath.Dir(w.path))
+		mp, err := mountPoint(w.path, f)
 		if err != nil {
 			return changed(w.path, fmt.Sprintf("(bound writable) has no parent where the layout put it (%v)", err))
 		}
-		if parent == id {
+		if !mp {
 			return changed(w.path, "(bound writable) is not a mount point: its bind landed elsewhere")
 		}
+		if !w.readOnly && f.sfs.Flags&unix.ST_RDONLY != 0 {
+			return changed(w.path, "(bound writable) is on a read-only mount: its bind landed elsewhere")
+		}
 	}
-	for _, p := range must {
+	for _, c := range sp.covers {
+		f, err := look(c.Path)
+		if err != nil {
+			return changed(c.Path, fmt.Sprintf("(covered) is not where the layout put it (%v)", err))
+		}
+		mp, err := mountPoint(c.Path, f)
+		if err != nil {
+			return changed(c.Path, fmt.Sprintf("(covered) has no parent where the layout put it (%v)", err))
+		}
+		typ := f.sx.Mode & unix.S_IFMT
+		var ok bool
+		switch c.Kind {
+		case bwrap.CoverFile:
+			ok = unix.Mkdev(f.sx.Dev_major, f.sx.Dev_minor) == sp.placeholder[0] && f.sx.Ino == sp.placeholder[1] &&
+				f.sfs.Flags&unix.ST_RDONLY != 0
+		case bwrap.CoverEmptyDir:
+			ok = typ == unix.S_IFDIR && f.sx.Mode&0o7777 == 0 && uint32(f.sfs.Type) == unix.TMPFS_MAGIC &&
+				f.sfs.Flags&unix.ST_RDONLY != 0
+		case bwrap.CoverTmpfs:
+			ok = typ == unix.S_IFDIR && uint32(f.sfs.Type) == unix.TMPFS_MAGIC
+		case bwrap.CoverNull:
+			ok = typ == unix.S_IFCHR && f.sx.Rdev_major == 1 && f.sx.Rdev_minor == 3
+		}
+		if !ok || !mp {
+			return changed(c.Path, "(covered) has not its cover on it: the cover landed elsewhere")
+		}
+	}
+	for _, p := range sp.readOnly {
 		if err := readOnly(p, false); err != nil {
 			return err
 		}
 	}
-	for _, p := range try {
+	for _, p := range sp.readOnlyTry {
 		if err := readOnly(p, true); err != nil {
 			return err
 		}
