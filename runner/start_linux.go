@@ -1321,13 +1321,20 @@ func checkLayout(initPid int, sp startSpec) error {
 		return f, nil
 	}
 	// mountPoint reports whether p, found as f, is a mount point: its
-	// parent is on another mount.
+	// parent is on another mount. Parents repeat (a repository's .git
+	// binds): each is looked up once.
+	parents := map[string]uint64{}
 	mountPoint := func(p string, f found) (bool, error) {
-		parent, err := look(filepath.Dir(p))
-		if err != nil {
-			return false, err
+		dir := filepath.Dir(p)
+		mnt, ok := parents[dir]
+		if !ok {
+			parent, err := look(dir)
+			if err != nil {
+				return false, err
+			}
+			mnt, parents[dir] = parent.mnt, parent.mnt
 		}
-		return parent.mnt != f.mnt, nil
+		return mnt != f.mnt, nil
 	}
 	readOnly := func(p string, mayBeMissing bool) error {
 		f, err := look(p)
