@@ -459,6 +459,13 @@ func pinParents(binds []bind, paths []string) []bind {
 	return pin(binds, paths, false)
 }
 
+// pin is protect and pinParents. The paths go shallowest first, and each
+// one's holder is looked for among every bind so far, the ones pin added
+// included: a path inside another protected path is held by that path's
+// read-only bind, and nothing is pinned for it (a writable pin of the
+// protected directory, sorted after its read-only bind at the same depth,
+// would make it writable again: deny_write on D and on D/file left all of
+// D writable but D/file).
 func pin(binds []bind, paths []string, self bool) []bind {
 	pinned := make(map[string]bool)
 	for _, b := range binds {
@@ -466,11 +473,14 @@ func pin(binds []bind, paths []string, self bool) []bind {
 			pinned[filepath.Clean(b.path)] = true
 		}
 	}
-	n := len(binds)
-	for _, p := range paths {
-		p = filepath.Clean(p)
+	order := make([]string, len(paths))
+	for i, p := range paths {
+		order[i] = filepath.Clean(p)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return bind{path: order[i]}.depth() < bind{path: order[j]}.depth() })
+	for _, p := range order {
 		holder := -1
-		for i, b := range binds[:n] {
+		for i, b := range binds {
 			bp := filepath.Clean(b.path)
 			if (p == bp || strings.HasPrefix(p, strings.TrimSuffix(bp, "/")+"/")) &&
 				(holder < 0 || b.depth() >= binds[holder].depth()) {

@@ -291,8 +291,8 @@ func TestSpecArgsProtect(t *testing.T) {
 		"--ro-bind /",
 		"--bind /w",
 		"--ro-bind /r",
-		"--bind /w/a",
 		"--ro-bind /w/cordon.yaml",
+		"--bind /w/a",
 		"--ro-bind /w/a/ro",
 		"--bind /w/a/b",
 		"--ro-bind /w/a/b/cordon.yaml",
@@ -447,4 +447,37 @@ func TestCovers(t *testing.T) {
 		{"/w/keysock", CoverNull},
 	}, s.Covers())
 	assert.Empty(t, (&Spec{}).Covers())
+}
+
+// TestSpecArgsProtectNested: a protected path inside another protected
+// path, in either order, leaves the outer one read-only: no writable pin of
+// it may come after its read-only bind (a red team's deny_write D and
+// D/file made all of D writable but D/file). An unreadable path inside a
+// protected directory pins nothing either.
+func TestSpecArgsProtectNested(t *testing.T) {
+	for _, protect := range [][]string{{"/w/D", "/w/D/file"}, {"/w/D/file", "/w/D"}, {"/w/D/e/f", "/w/D", "/w/D/e"}} {
+		s := Spec{Dir: "/w", Command: []string{"x"}, Protect: protect,
+			Unreadable: []Unreadable{{Path: "/w/D/e/secret"}}, UnreadableFile: "/p/denied"}
+		args, err := s.Args()
+		require.NoError(t, err)
+		// What holds p in the sandbox: the last bind of the deepest path
+		// at or above it, as mounts stack.
+		holds := func(p string) string {
+			op, depth := "", -1
+			for i := 0; i+2 < len(args); i++ {
+				if args[i] == "--bind" || args[i] == "--ro-bind" {
+					d := filepath.Clean(args[i+2])
+					if (p == d || strings.HasPrefix(p, d+"/")) && strings.Count(d, "/") >= depth {
+						op, depth = args[i], strings.Count(d, "/")
+					}
+					i += 2
+				}
+			}
+			return op
+		}
+		for _, p := range append(protect, "/w/D/e", "/w/D/other") {
+			assert.Equal(t, "--ro-bind", holds(p), "%v: %s", protect, p)
+		}
+		assert.Equal(t, "--bind", holds("/w/x"))
+	}
 }

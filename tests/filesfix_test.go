@@ -366,3 +366,36 @@ func lastLinesAll(s string) string {
 	}
 	return b.String()
 }
+
+// TestFilesNestedDenyWrite: deny_write on a directory and on a file in
+// it, in either order, leaves the whole directory read-only. A red team
+// found the file's parent pinned writable after the directory's read-only
+// bind: everything in D but D/file could be written (deterministic). Not
+// in the landlock tier, where existing read-only paths inside a writable
+// tree stay writable (README: Landlock cannot take back part of a granted
+// tree).
+func TestFilesNestedDenyWrite(t *testing.T) {
+	requireSeccompNotify(t)
+	for _, order := range [][]string{{"D", "D/file"}, {"D/file", "D"}, {"D/e/f", "D", "D/e"}} {
+		dir := t.TempDir()
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "D", "e"), 0o755))
+		for _, f := range []string{"D/file", "D/other", "D/e/f"} {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("orig\n"), 0o644))
+		}
+		args := []string{"--no-defaults"}
+		for _, p := range order {
+			args = append(args, "--deny-write", p)
+		}
+		args = append(args, "--", "sh", "-c",
+			"for f in D/other D/file D/e/f D/new D/e/new; do echo pwn > $f && echo WROTE $f; done; echo pwn > free && echo FREE")
+		r := runCordon(t, runOpts{dir: dir}, args...)
+		assert.Equal(t, 0, r.code, "%v: %s", order, r.stderr)
+		assert.Equal(t, "FREE\n", r.stdout, "%v: only the working directory outside D is writable", order)
+		for _, f := range []string{"D/file", "D/other", "D/e/f"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			require.NoError(t, err)
+			assert.Equal(t, "orig\n", string(b), "%v: %s", order, f)
+		}
+		assert.NoFileExists(t, filepath.Join(dir, "D", "new"))
+	}
+}
