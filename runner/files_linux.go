@@ -190,6 +190,36 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 	if err := add(fp.DenyWrite, false); err != nil {
 		return nil, err
 	}
+	// A writable bind at or inside what an any-depth rule covers (--rw
+	// ../other/.git/hooks, or a link an earlier run planted that leads
+	// there) is refused as a bind a rule covers is: the walk matches
+	// below a writable tree, never the tree itself or its parents (the
+	// working directory may be anywhere).
+	for _, root := range roots {
+		if box.Dir != "" && root == filepath.Clean(box.Dir) {
+			continue
+		}
+		real := canonicalPath(root)
+		for a := real; ; a = filepath.Dir(a) {
+			for i := range rules {
+				r := &rules[i]
+				if r.rule.Exception() || !strings.HasPrefix(r.rule.Glob(), "**/") {
+					continue
+				}
+				if ok, _ := doublestar.Match(path.Join("/", r.rule.Glob()), a); ok && !excepted(rules, r.read, a) {
+					what := "deny_write"
+					if r.read {
+						what = "deny_read"
+					}
+					return nil, inputError(fmt.Errorf("%s %q (%s) covers %s, which is bound into the sandbox writable as %s", what, r.rule.Pattern, r.rule.Source, a, root),
+						"drop the bind, or narrow the rule (--no-defaults drops the built-in rules)")
+				}
+			}
+			if a == "/" || a == "." {
+				break
+			}
+		}
+	}
 	found, err := findMatches(rules, roots, &fl.gitDirs)
 	if err != nil {
 		return nil, err

@@ -539,10 +539,12 @@ func TestCoverLandedElsewhereIsRefused(t *testing.T) {
 // TestWritableBindLandedElsewhereIsRefused: a --rw path that is a mount
 // point on the host already. A directory above it is a link to a directory
 // the sandbox must not write while bubblewrap binds it, and back before the
-// command starts: the writable bind lands on that directory, and the path
-// is still a mount point with the file the layout bound (the host's mount,
-// read-only under the root's bind). It must also be writable: the run is
-// refused and nothing is written outside.
+// command starts: the writable bind lands on that directory, and the path is
+// still a mount point with the file the layout bound (the host's mount,
+// copied into the sandbox: read-only under the root's bind, writable under
+// the working directory's, where a red team wrote another repository's hook
+// 7 runs in 300). The layout's bind must be on top of the host's mounts at
+// the path: each run is refused and nothing is written outside.
 func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
@@ -552,29 +554,50 @@ func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
 	tree, err := os.MkdirTemp("/var/tmp", "cordon-rwmount-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(tree) })
-	parent := filepath.Join(tree, "p")
-	rw := filepath.Join(parent, "rw")
 	outside := filepath.Join(tree, "outside", "rw")
-	require.NoError(t, os.MkdirAll(rw, 0o755))
 	require.NoError(t, os.MkdirAll(outside, 0o755))
-	require.NoError(t, unix.Mount("tmpfs", rw, "tmpfs", 0, "mode=0755"))
-	t.Cleanup(func() { _ = unix.Unmount(rw, unix.MNT_DETACH) })
+	for _, tc := range []struct {
+		name  string
+		under string // the working directory, or "" for runCordon's own
+		want  string
+	}{
+		{"under the read-only root", "", "has 1 mounts on it, the host's 1 without the layout's bind"},
+		{"under the working directory", "work", "has 1 mounts on it, the host's 1 without the layout's bind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := filepath.Join(tree, "root")
+			if tc.under != "" {
+				base = filepath.Join(tree, tc.under)
+			}
+			parent := filepath.Join(base, "p")
+			rw := filepath.Join(parent, "rw")
+			require.NoError(t, os.MkdirAll(rw, 0o755))
+			require.NoError(t, unix.Mount("tmpfs", rw, "tmpfs", 0, "mode=0755"))
+			t.Cleanup(func() { _ = unix.Unmount(rw, unix.MNT_DETACH) })
+			planted := filepath.Join(outside, "planted")
+			run := func() runOutcome {
+				return runCordon(t, IsolationBwrap, func(o *Options) {
+					o.RW = []string{rw}
+					if tc.under != "" {
+						o.Dir = base
+					}
+				}, "sh", "-c", "echo x > "+filepath.Join(rw, "mine")+"; echo x > "+planted+"; echo RAN")
+			}
+			o := run()
+			require.NoError(t, o.err)
+			assert.Contains(t, o.stdout, "RAN", "the unchanged layout runs")
+			assert.FileExists(t, filepath.Join(rw, "mine"))
+			assert.NoFileExists(t, planted)
 
-	run := func() runOutcome {
-		return runCordon(t, IsolationBwrap, func(o *Options) { o.RW = []string{rw} },
-			"sh", "-c", "echo x > "+filepath.Join(rw, "mine")+"; echo x > "+filepath.Join(outside, "planted")+"; echo RAN")
+			link, err := filepath.Rel(base, filepath.Dir(outside))
+			require.NoError(t, err)
+			swapForLink(t, parent, link)
+			o = run()
+			var se *SetupError
+			require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+			assert.Contains(t, o.err.Error(), tc.want)
+			assert.NotContains(t, o.stdout, "RAN")
+			assert.NoFileExists(t, planted)
+		})
 	}
-	o := run()
-	require.NoError(t, o.err)
-	assert.Contains(t, o.stdout, "RAN", "the unchanged layout runs")
-	assert.FileExists(t, filepath.Join(rw, "mine"))
-	assert.NoFileExists(t, filepath.Join(outside, "planted"))
-
-	swapForLink(t, parent, "outside")
-	o = run()
-	var se *SetupError
-	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
-	assert.Contains(t, o.err.Error(), "is on a read-only mount: its bind landed elsewhere")
-	assert.NotContains(t, o.stdout, "RAN")
-	assert.NoFileExists(t, filepath.Join(outside, "planted"))
 }

@@ -818,6 +818,7 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		sp.placeholder = [2]uint64{st.Dev, st.Ino}
 	}
 	sp.writable = sp.writable[:0]
+	var hostMounts map[int]proc.Mount // read when a writable path is a mount point
 	for _, p := range box.WritablePaths() {
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err == unix.ENOENT {
@@ -835,7 +836,12 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		if err := unix.Statfs(p, &sfs); err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
 		}
-		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino, readOnly: sfs.Flags&unix.ST_RDONLY != 0})
+		stack, parentDev, err := hostStack(p, &hostMounts)
+		if err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
+		}
+		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino,
+			readOnly: sfs.Flags&unix.ST_RDONLY != 0, hostStack: stack, hostParentDev: parentDev})
 	}
 	return sandboxArgv(bw, exe, box)
 }
@@ -1248,6 +1254,46 @@ type boundFile struct {
 	dev, ino uint64
 	missing  bool // not there when the layout was made
 	readOnly bool // on a read-only mount on the host: the bind is too
+	// hostStack counts the host's mounts at path (0: not a mount point),
+	// and hostParentDev is the device of path's directory there: where
+	// the sandbox shows that directory from the host's file system (the
+	// root's bind, a writable bind above), it has copies of those mounts
+	// too, and the layout's bind on top; where it shows its own (the
+	// private /dev, a tmpfs), the bind alone.
+	hostStack     int
+	hostParentDev uint64
+}
+
+// hostStack counts the mounts stacked at p on the host: 0 when p is not a
+// mount point (its parent is on the same mount), else read from the host's
+// mountinfo (once, into *mounts); and the device of p's directory.
+func hostStack(p string, mounts *map[int]proc.Mount) (int, uint64, error) {
+	var sx, px unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &sx); err != nil {
+		return 0, 0, err
+	}
+	if err := unix.Statx(unix.AT_FDCWD, filepath.Dir(p), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &px); err != nil {
+		return 0, 0, err
+	}
+	if sx.Mask&px.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, 0, errors.New("no mount id (statx STATX_MNT_ID, Linux 5.8)")
+	}
+	parentDev := unix.Mkdev(px.Dev_major, px.Dev_minor)
+	if sx.Mnt_id == px.Mnt_id {
+		return 0, parentDev, nil
+	}
+	if *mounts == nil {
+		m, err := proc.Mounts("/proc/self/mountinfo")
+		if err != nil {
+			return 0, 0, fmt.Errorf("reading the host's mounts: %w", err)
+		}
+		*mounts = m
+	}
+	n := proc.StackAt(*mounts, int(sx.Mnt_id), p)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("a mount point the host's mountinfo does not show at that path (mount id %d)", sx.Mnt_id)
+	}
+	return n, parentDev, nil
 }
 
 // checkLayout proves, as the sandbox of the init initPid sees it, that its
@@ -1323,18 +1369,22 @@ func checkLayout(initPid int, sp startSpec) error {
 	// mountPoint reports whether p, found as f, is a mount point: its
 	// parent is on another mount. Parents repeat (a repository's .git
 	// binds): each is looked up once.
-	parents := map[string]uint64{}
-	mountPoint := func(p string, f found) (bool, error) {
+	parents := map[string]found{}
+	parentOf := func(p string) (found, error) {
 		dir := filepath.Dir(p)
-		mnt, ok := parents[dir]
+		parent, ok := parents[dir]
 		if !ok {
-			parent, err := look(dir)
-			if err != nil {
-				return false, err
+			var err error
+			if parent, err = look(dir); err != nil {
+				return parent, err
 			}
-			mnt, parents[dir] = parent.mnt, parent.mnt
+			parents[dir] = parent
 		}
-		return mnt != f.mnt, nil
+		return parent, nil
+	}
+	mountPoint := func(p string, f found) (bool, error) {
+		parent, err := parentOf(p)
+		return err == nil && parent.mnt != f.mnt, err
 	}
 	readOnly := func(p string, mayBeMissing bool) error {
 		f, err := look(p)
@@ -1349,6 +1399,7 @@ func checkLayout(initPid int, sp startSpec) error {
 		}
 		return nil
 	}
+	var sandboxMounts map[int]proc.Mount
 	for _, w := range sp.writable {
 		if w.missing {
 			return changed(w.path, "(bound writable) appeared after the layout was made")
@@ -1366,6 +1417,26 @@ func checkLayout(initPid int, sp startSpec) error {
 		}
 		if !mp {
 			return changed(w.path, "(bound writable) is not a mount point: its bind landed elsewhere")
+		}
+		if parent, _ := parentOf(w.path); w.hostStack > 0 &&
+			unix.Mkdev(parent.sx.Dev_major, parent.sx.Dev_minor) == w.hostParentDev {
+			// A mount point on the host already, in a directory the
+			// sandbox shows from the host's file system (the root's
+			// bind, a writable bind above): the recursive bind that
+			// shows the directory brought copies of the host's mounts
+			// at the path along (writable under a writable bind), and
+			// the layout's bind must be on top of them. (Where the
+			// sandbox shows its own directory, the private /dev or a
+			// tmpfs, there are no copies, and bubblewrap may have a
+			// mount of its own there: /dev/pts.)
+			if sandboxMounts == nil {
+				if sandboxMounts, err = proc.Mounts("/proc/" + strconv.Itoa(initPid) + "/mountinfo"); err != nil {
+					return fmt.Errorf("reading the sandbox's mounts to check its layout: %w", err)
+				}
+			}
+			if n := proc.StackAt(sandboxMounts, int(f.mnt), w.path); n <= w.hostStack {
+				return changed(w.path, fmt.Sprintf("(bound writable) has %d mounts on it, the host's %d without the layout's bind: its bind landed elsewhere", n, w.hostStack))
+			}
 		}
 		if !w.readOnly && f.sfs.Flags&unix.ST_RDONLY != 0 {
 			return changed(w.path, "(bound writable) is on a read-only mount: its bind landed elsewhere")

@@ -399,3 +399,38 @@ func TestFilesNestedDenyWrite(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(dir, "D", "new"))
 	}
 }
+
+// TestFilesRwIntoHooksIsRefused: a --rw path at or inside what an
+// any-depth deny_write rule covers (another repository's .git/hooks),
+// given directly or through a link an earlier run planted in the working
+// directory (a red team wrote a hook so, no race needed), is refused as a
+// bind a rule covers is; a bind of the repository or its .git keeps hooks
+// protected, and --no-defaults allows it.
+func TestFilesRwIntoHooksIsRefused(t *testing.T) {
+	requireSeccompNotify(t)
+	root := t.TempDir()
+	other, repo := filepath.Join(root, "other"), filepath.Join(root, "repo")
+	for _, d := range []string{other, repo} {
+		out, err := exec.Command("git", "init", "-q", d).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	hooks := filepath.Join(other, ".git", "hooks")
+	require.NoError(t, os.Mkdir(filepath.Join(hooks, "sub"), 0o755))
+	require.NoError(t, os.Symlink("../other/.git/hooks", filepath.Join(repo, "hl")))
+	write := "echo pwn > " + filepath.Join(hooks, "pre-commit") + " && echo WROTE"
+	for _, rw := range []string{"hl", hooks, filepath.Join(hooks, "sub")} {
+		r := runCordon(t, runOpts{dir: repo}, "--rw", rw, "--", "sh", "-c", write)
+		assert.Equal(t, 125, r.code, "--rw %s: %s", rw, r.stderr)
+		assert.Contains(t, r.stderr, `deny_write "**/.git/hooks" (builtin) covers `+hooks+", which is bound into the sandbox writable")
+		assert.NotContains(t, r.stdout, "WROTE")
+	}
+	for _, rw := range []string{other, filepath.Join(other, ".git")} {
+		r := runCordon(t, runOpts{dir: repo}, "--rw", rw, "--", "sh", "-c", write)
+		assert.Contains(t, r.stderr, "Read-only file system", "--rw %s: exit %d", rw, r.code)
+		assert.NotContains(t, r.stdout, "WROTE", "--rw %s", rw)
+	}
+	assert.NoFileExists(t, filepath.Join(hooks, "pre-commit"))
+	r := runCordon(t, runOpts{dir: repo}, "--no-defaults", "--rw", "hl", "--", "sh", "-c", write)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "WROTE")
+}
