@@ -397,7 +397,7 @@ type Cover struct {
 	Kind CoverKind
 }
 
-// Covers lists the paths the spec covers (Unreadable, Hide, HideFiles),
+// Covers lists the paths the spec covers (Unreadable, Hide, Private, HideFiles),
 // each with what must be found there in the sandbox, but for a path inside
 // another covered directory: the tmpfs over that directory leaves nothing
 // of it. Being read-only is not the proof of a cover: a file the sandbox
@@ -416,6 +416,13 @@ func (s *Spec) Covers() []Cover {
 	}
 	for _, p := range s.Hide {
 		all = append(all, Cover{filepath.Clean(p), CoverTmpfs})
+	}
+	// A Private directory's tmpfs, where nothing later binds the same path:
+	// redirected, the sandbox would write the host's directory instead.
+	for _, b := range s.lastBinds() {
+		if b.op == "--tmpfs" {
+			all = append(all, Cover{b.path, CoverTmpfs})
+		}
 	}
 	for _, p := range s.HideFiles {
 		all = append(all, Cover{filepath.Clean(p), CoverNull})

@@ -438,11 +438,14 @@ func TestCovers(t *testing.T) {
 		Unreadable: []Unreadable{{Path: "/w/secret"}, {Path: "/w/keys/", Dir: true}, {Path: "/w/keys/inner"}, {Path: "/h/cordon/s"}},
 		Hide:       []string{"/h/cordon", "/w/keys/hidden"},
 		HideFiles:  []string{"/run/bus", "/w/keysock"},
+		Private:    []string{"/h/.cache", "/h/cordon/p", "/w/state"},
 	}
 	assert.Equal(t, []Cover{
 		{"/w/secret", CoverFile},
 		{"/w/keys", CoverEmptyDir},
 		{"/h/cordon", CoverTmpfs},
+		{"/h/.cache", CoverTmpfs},
+		{"/w/state", CoverTmpfs},
 		{"/run/bus", CoverNull},
 		{"/w/keysock", CoverNull},
 	}, s.Covers())

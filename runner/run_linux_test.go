@@ -601,3 +601,36 @@ func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestPrivateTmpfsLandedElsewhereIsRefused: a private directory (~/.cache:
+// an empty tmpfs in the sandbox, written there and discarded) whose parent
+// is a link to a decoy while bubblewrap mounts it, and back before the
+// command starts: the tmpfs lands on the decoy, and the host's own
+// directory shows at the path. What is at the path must be a tmpfs: the run
+// is refused, and the host's cache never shows.
+func TestPrivateTmpfsLandedElsewhereIsRefused(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	tree, err := os.MkdirTemp("/var/tmp", "cordon-private-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	home := filepath.Join(tree, "home")
+	for _, d := range []string{filepath.Join(home, ".cache"), filepath.Join(tree, "decoy", ".cache")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".cache", "c"), []byte("HOST-CACHE\n"), 0o644))
+	run := func() runOutcome {
+		return runCordon(t, IsolationBwrap, func(o *Options) { o.Env = append(o.Env, "HOME="+home) },
+			"sh", "-c", "cat "+filepath.Join(home, ".cache", "c")+"; echo RAN")
+	}
+	o := run()
+	require.NoError(t, o.err)
+	assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, its cache empty")
+
+	swapForLink(t, home, "decoy")
+	o = run()
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+	assert.Contains(t, o.err.Error(), "has not its cover on it")
+	assert.NotContains(t, o.stdout, "HOST-CACHE")
+}
