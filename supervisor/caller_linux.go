@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -317,46 +316,15 @@ func (v *sandboxView) writableDevice(dev uint64) bool {
 // readMountDevices reads a mountinfo file: for every device mounted, whether
 // any of its mounts is writable.
 func readMountDevices(path string) (map[uint64]bool, error) {
-	f, err := os.Open(path)
+	mounts, err := proc.Mounts(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the sandbox's mounts: %w", err)
 	}
-	defer f.Close()
 	devs := map[uint64]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			continue
-		}
-		maj, min, ok := strings.Cut(fields[2], ":")
-		if !ok {
-			continue
-		}
-		ma, err1 := strconv.ParseUint(maj, 10, 32)
-		mi, err2 := strconv.ParseUint(min, 10, 32)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		dev := unix.Mkdev(uint32(ma), uint32(mi))
-		rw := !hasOption(fields[5], "ro")
-		devs[dev] = devs[dev] || rw
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the sandbox's mounts: %w", err)
+	for _, m := range mounts {
+		devs[m.Dev] = devs[m.Dev] || m.Writable
 	}
 	return devs, nil
-}
-
-func hasOption(opts, want string) bool {
-	for _, o := range strings.Split(opts, ",") {
-		if o == want {
-			return true
-		}
-	}
-	return false
 }
 
 // callerDir returns the absolute path, in the caller's root, of the

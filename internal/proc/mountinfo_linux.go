@@ -4,15 +4,22 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// Mount is one line of a mountinfo file: the mount it is mounted on, and
-// where (as the reading process's root renders it, octal escapes undone).
+// Mount is one line of a mountinfo file: the mount it is mounted on,
+// where (as the reading process's root renders it, octal escapes undone),
+// its file system's device, and whether the mount itself is writable (its
+// per-mount options: not "ro").
 type Mount struct {
-	Parent int
-	Point  string
+	Parent   int
+	Point    string
+	Dev      uint64
+	Writable bool
 }
 
 // Mounts reads a mountinfo file (/proc/PID/mountinfo) into its mounts by
@@ -29,15 +36,19 @@ func Mounts(path string) (map[int]Mount, error) {
 	for sc.Scan() {
 		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
+		if len(fields) < 6 {
 			return nil, fmt.Errorf("%s: a line of %d fields", path, len(fields))
 		}
 		id, err1 := strconv.Atoi(fields[0])
 		parent, err2 := strconv.Atoi(fields[1])
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s: no mount ids in %q", path, sc.Text())
+		maj, min, ok := strings.Cut(fields[2], ":")
+		ma, err3 := strconv.ParseUint(maj, 10, 32)
+		mi, err4 := strconv.ParseUint(min, 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !ok {
+			return nil, fmt.Errorf("%s: no mount ids or device in %q", path, sc.Text())
 		}
-		out[id] = Mount{Parent: parent, Point: unescapeMountField(fields[4])}
+		out[id] = Mount{Parent: parent, Point: unescapeMountField(fields[4]),
+			Dev: unix.Mkdev(uint32(ma), uint32(mi)), Writable: !slices.Contains(strings.Split(fields[5], ","), "ro")}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestMountsAndStack: mountinfo lines by id, their mount points unescaped,
@@ -22,7 +23,8 @@ func TestMountsAndStack(t *testing.T) {
 `), 0o644))
 	m, err := Mounts(f)
 	require.NoError(t, err)
-	assert.Equal(t, Mount{Parent: 30, Point: "/w/a b"}, m[31])
+	assert.Equal(t, Mount{Parent: 30, Point: "/w/a b", Dev: unix.Mkdev(0, 40), Writable: true}, m[31])
+	assert.False(t, m[20].Writable)
 	assert.Equal(t, 3, StackAt(m, 41, "/w/a b"))
 	assert.Equal(t, 1, StackAt(m, 31, "/w/a b"))
 	assert.Equal(t, 1, StackAt(m, 50, "/w/c"))
