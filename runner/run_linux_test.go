@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -633,4 +634,54 @@ func TestPrivateTmpfsLandedElsewhereIsRefused(t *testing.T) {
 	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
 	assert.Contains(t, o.err.Error(), "has not its cover on it")
 	assert.NotContains(t, o.stdout, "HOST-CACHE")
+}
+
+// TestReadOnlyBindSourceSwappedIsRefused: a linked worktree whose
+// repository lies outside the writable tree gets a private view of the
+// repository's git directory, each entry bound read-only into a tmpfs. An
+// entry that is a directory when the layout is made and a link to a
+// deny_read directory when bubblewrap binds it (another sandbox writing
+// the repository flips it: a red team read ~/.ssh so, 16 runs in 30) shows
+// the secret, which no cover covers there; the destination, in the tmpfs,
+// needs nothing put back. Each read-only bind must show the file it showed
+// when the layout was made: the run is refused.
+func TestReadOnlyBindSourceSwappedIsRefused(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	tree, err := os.MkdirTemp("/var/tmp", "cordon-rosrc-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	main, wt := filepath.Join(tree, "main"), filepath.Join(tree, "wt")
+	git := func(dir string, args ...string) {
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	require.NoError(t, os.MkdirAll(main, 0o755))
+	git(main, "init", "-q")
+	git(main, "commit", "-q", "--allow-empty", "-m", "x")
+	git(main, "worktree", "add", "-q", wt)
+	secret := filepath.Join(tree, "secret")
+	require.NoError(t, os.MkdirAll(secret, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(secret, "id"), []byte("SSH-SECRET\n"), 0o600))
+	entry := filepath.Join(main, ".git", "zz")
+	require.NoError(t, os.Mkdir(entry, 0o755))
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: secret, Source: "test"}}},
+	})
+	require.NoError(t, err)
+	run := func() runOutcome {
+		return runCordon(t, IsolationBwrap, func(o *Options) { o.Policy, o.Dir = pol, wt },
+			"sh", "-c", "cat "+filepath.Join(entry, "id")+" "+filepath.Join(secret, "id")+"; echo RAN")
+	}
+	o := run()
+	require.NoError(t, o.err)
+	assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, the secret unreadable")
+
+	swapForLink(t, entry, "../../secret")
+	o = run()
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+	assert.Contains(t, o.err.Error(), "(bound read-only) is not the file the layout bound")
+	assert.NotContains(t, o.stdout, "SSH-SECRET")
 }

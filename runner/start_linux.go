@@ -186,6 +186,9 @@ type startSpec struct {
 	// both proven in the sandbox too.
 	covers      []bwrap.Cover
 	placeholder [2]uint64
+	// readOnlyIDs is what each read-only path (but the covers) was when
+	// the layout was made, proven in the sandbox too.
+	readOnlyIDs map[string]roFile
 	// llBox is the landlock tier's layout: the box as bubblewrap would
 	// get it (git and files policy applied), set by argv.
 	llBox bwrap.Spec
@@ -810,6 +813,27 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	}
 	sp.readOnly, sp.readOnlyTry = box.ReadOnlyPaths()
 	sp.covers = box.Covers()
+	// What each read-only bind shows (a cover's path shows the cover,
+	// proven as such): the file there now, or nothing (ENOENT).
+	sp.readOnlyIDs = map[string]roFile{}
+	covered := map[string]bool{}
+	for _, c := range sp.covers {
+		covered[c.Path] = true
+	}
+	for _, p := range append(append([]string(nil), sp.readOnly...), sp.readOnlyTry...) {
+		if covered[p] {
+			continue
+		}
+		var st unix.Stat_t
+		switch err := unix.Stat(p, &st); {
+		case err == unix.ENOENT:
+			sp.readOnlyIDs[p] = roFile{missing: true}
+		case err != nil:
+			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound read-only: %w", p, err)}
+		default:
+			sp.readOnlyIDs[p] = roFile{dev: st.Dev, ino: st.Ino}
+		}
+	}
 	if box.UnreadableFile != "" {
 		var st unix.Stat_t
 		if err := unix.Stat(box.UnreadableFile, &st); err != nil {
@@ -1247,6 +1271,13 @@ var testHookLayout func()
 // could put back what it changed for bubblewrap's mounts.
 var testHookMounted func()
 
+// roFile is what a read-only bind's path was when the layout was made:
+// its file, or nothing.
+type roFile struct {
+	dev, ino uint64
+	missing  bool
+}
+
 // boundFile is a path the layout binds writable and the file it was when
 // the layout was made.
 type boundFile struct {
@@ -1396,6 +1427,16 @@ func checkLayout(initPid int, sp startSpec) error {
 		}
 		if f.sfs.Flags&unix.ST_RDONLY == 0 {
 			return changed(p, "(which the sandbox must not change) is writable in it")
+		}
+		// A bind's source is looked up again by bubblewrap, in the
+		// host's tree, where a directory on the way can be a link by
+		// then: a read-only bind at its place showing another file (a
+		// git directory's entry bound into the private view of a linked
+		// worktree, turned into a link to ~/.ssh by another sandbox)
+		// shows what no cover covers.
+		if id, ok := sp.readOnlyIDs[p]; ok &&
+			(id.missing || unix.Mkdev(f.sx.Dev_major, f.sx.Dev_minor) != id.dev || f.sx.Ino != id.ino) {
+			return changed(p, "(bound read-only) is not the file the layout bound")
 		}
 		return nil
 	}
