@@ -1414,6 +1414,10 @@ func checkLayout(initPid int, sp startSpec) error {
 		return parent, nil
 	}
 	mountPoint := func(p string, f found) (bool, error) {
+		if f.sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+			// The kernel says so itself (Linux 5.8): no parent to look up.
+			return f.sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
+		}
 		parent, err := parentOf(p)
 		return err == nil && parent.mnt != f.mnt, err
 	}
