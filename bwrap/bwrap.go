@@ -221,6 +221,9 @@ func (s *Spec) Args() ([]string, error) {
 	// After every bind, so no bind of a parent (or a protected parent's
 	// read-only self-bind) can cover them again.
 	for _, u := range s.Unreadable {
+		if s.inUnreadableDir(u.Path) {
+			continue // --deny-read D and D/file: D's tmpfs covers both
+		}
 		if u.Dir {
 			a = append(a, "--perms", "0000", "--tmpfs", u.Path, "--remount-ro", u.Path)
 			continue
@@ -284,9 +287,11 @@ func (s *Spec) binds() []bind {
 	// An unreadable path's parents are pinned as a protected path's are:
 	// a parent moved aside in one run (mv ~/.ssh ~/.s) would otherwise
 	// take the secret out from under the rule for the next.
-	unreadable := make([]string, len(s.Unreadable))
-	for i, u := range s.Unreadable {
-		unreadable[i] = u.Path
+	var unreadable []string
+	for _, u := range s.Unreadable {
+		if !s.inUnreadableDir(u.Path) { // covered by its directory: no parent to pin
+			unreadable = append(unreadable, u.Path)
+		}
 	}
 	binds = pinParents(binds, unreadable)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
@@ -341,12 +346,28 @@ func (s *Spec) lastBinds() []bind {
 	return out
 }
 
-// hidden reports whether a hidden directory's empty tmpfs covers p.
+// hidden reports whether a tmpfs mounted after every bind covers p: a
+// hidden directory's, at p or above it, or an unreadable directory's above
+// it (at p, the unreadable directory is its own cover).
 func (s *Spec) hidden(p string) bool {
-	return slices.ContainsFunc(s.Hide, func(h string) bool {
-		h = filepath.Clean(h)
-		return p == h || strings.HasPrefix(p, strings.TrimSuffix(h, "/")+"/")
-	})
+	return slices.ContainsFunc(s.Hide, func(h string) bool { return p == filepath.Clean(h) }) || s.hiddenBelow(p)
+}
+
+// hiddenBelow is hidden for the directories strictly above p only.
+func (s *Spec) hiddenBelow(p string) bool {
+	return slices.ContainsFunc(s.Hide, func(h string) bool { return strictlyUnder(p, h) }) || s.inUnreadableDir(p)
+}
+
+// inUnreadableDir reports whether p lies strictly inside an unreadable
+// directory: its read-only empty tmpfs leaves nothing of p (and no place
+// for a cover of p).
+func (s *Spec) inUnreadableDir(p string) bool {
+	return slices.ContainsFunc(s.Unreadable, func(u Unreadable) bool { return u.Dir && strictlyUnder(p, u.Path) })
+}
+
+// strictlyUnder reports whether p lies below the directory d.
+func strictlyUnder(p, d string) bool {
+	return strings.HasPrefix(filepath.Clean(p), strings.TrimSuffix(filepath.Clean(d), "/")+"/")
 }
 
 // ReadOnlyPaths lists the paths the spec makes read-only inside the sandbox
@@ -427,15 +448,13 @@ func (s *Spec) Covers() []Cover {
 	for _, p := range s.HideFiles {
 		all = append(all, Cover{filepath.Clean(p), CoverNull})
 	}
-	under := func(p string) bool {
-		return slices.ContainsFunc(all, func(c Cover) bool {
-			return (c.Kind == CoverEmptyDir || c.Kind == CoverTmpfs) && c.Path != p &&
-				strings.HasPrefix(p, strings.TrimSuffix(c.Path, "/")+"/")
-		})
-	}
 	out := make([]Cover, 0, len(all))
 	for _, c := range all {
-		if !under(c.Path) {
+		// Not strictly inside a hidden or unreadable directory, whose
+		// tmpfs comes after every bind. A Private directory's does not
+		// count: it is mounted with the binds, in depth order, and a
+		// bind below it (with a cover on it) shows through.
+		if !s.hiddenBelow(c.Path) {
 			out = append(out, c)
 		}
 	}

@@ -429,13 +429,15 @@ func TestReadOnlyPaths(t *testing.T) {
 	assert.Equal(t, []string{"/w/g/maybe"}, try)
 }
 
-// TestCovers: every unreadable, hidden and /dev/null-covered path is listed
-// with what covers it, but for one inside a covered directory (the tmpfs
-// over the directory leaves nothing of it); a path that merely shares a
+// TestCovers: every unreadable, hidden, private and /dev/null-covered path
+// is listed with what covers it, but for one inside a hidden or unreadable
+// directory (its tmpfs, after every bind, leaves nothing of it); one inside
+// a Private directory is listed (a red team: a cover there was left out,
+// and its path proven as the secret itself); a path that merely shares a
 // prefix with a covered directory is still listed.
 func TestCovers(t *testing.T) {
 	s := Spec{Dir: "/w", Command: []string{"x"},
-		Unreadable: []Unreadable{{Path: "/w/secret"}, {Path: "/w/keys/", Dir: true}, {Path: "/w/keys/inner"}, {Path: "/h/cordon/s"}},
+		Unreadable: []Unreadable{{Path: "/w/secret"}, {Path: "/w/keys/", Dir: true}, {Path: "/w/keys/inner"}, {Path: "/h/cordon/s"}, {Path: "/w/state/.env"}},
 		Hide:       []string{"/h/cordon", "/w/keys/hidden"},
 		HideFiles:  []string{"/run/bus", "/w/keysock"},
 		Private:    []string{"/h/.cache", "/h/cordon/p", "/w/state"},
@@ -443,6 +445,7 @@ func TestCovers(t *testing.T) {
 	assert.Equal(t, []Cover{
 		{"/w/secret", CoverFile},
 		{"/w/keys", CoverEmptyDir},
+		{"/w/state/.env", CoverFile}, // a Private tmpfs comes before the binds below it
 		{"/h/cordon", CoverTmpfs},
 		{"/h/.cache", CoverTmpfs},
 		{"/w/state", CoverTmpfs},
@@ -483,4 +486,23 @@ func TestSpecArgsProtectNested(t *testing.T) {
 		}
 		assert.Equal(t, "--bind", holds("/w/x"))
 	}
+}
+
+// TestSpecArgsNestedUnreadable: an unreadable file inside an unreadable
+// directory gets no cover of its own (the directory's read-only tmpfs
+// leaves no place for it: bubblewrap failed), nor a read-only proof.
+func TestSpecArgsNestedUnreadable(t *testing.T) {
+	s := Spec{Dir: "/w", Command: []string{"x"}, UnreadableFile: "/p/denied",
+		Unreadable: []Unreadable{{Path: "/w/D", Dir: true}, {Path: "/w/D/file"}, {Path: "/w/E"}}}
+	args, err := s.Args()
+	require.NoError(t, err)
+	joined := strings.Join(args, " ")
+	assert.Contains(t, joined, "--perms 0000 --tmpfs /w/D --remount-ro /w/D")
+	assert.Contains(t, joined, "--ro-bind /p/denied /w/E")
+	assert.NotContains(t, joined, "/w/D/file")
+	assert.NotContains(t, joined, "--bind /w/D", "no writable pin of D for D/file")
+	assert.Equal(t, []string{"/w"}, s.WritablePaths())
+	must, _ := s.ReadOnlyPaths()
+	assert.ElementsMatch(t, []string{"/w/D", "/w/E"}, must)
+	assert.Equal(t, []Cover{{"/w/D", CoverEmptyDir}, {"/w/E", CoverFile}}, s.Covers())
 }

@@ -685,3 +685,46 @@ func TestReadOnlyBindSourceSwappedIsRefused(t *testing.T) {
 	assert.Contains(t, o.err.Error(), "(bound read-only) is not the file the layout bound")
 	assert.NotContains(t, o.stdout, "SSH-SECRET")
 }
+
+// TestCoverUnderPrivateDirectory: a deny_read file inside a --ro bind
+// inside the private ~/.cache tmpfs (mounted with the binds, in depth
+// order, so the bind and the cover on it show through). Unchanged, the run
+// goes and the secret is unreadable (a red team found every such run
+// refused: the cover was left out of the proof, and the secret itself
+// required at its path); the secret swapped for a link to a decoy while
+// bubblewrap mounts the cover, and back, is refused (that same red team
+// read it so, 3 runs in 40).
+func TestCoverUnderPrivateDirectory(t *testing.T) {
+	testcap.RequireSeccompNotify(t)
+	testcap.RequireBwrap(t)
+	tree, err := os.MkdirTemp("/var/tmp", "cordon-privcover-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	home := filepath.Join(tree, "home")
+	sub := filepath.Join(home, ".cache", "foo", "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	secret := filepath.Join(sub, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("SECRET\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "decoy"), []byte("decoy\n"), 0o644))
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: secret, Source: "test"}}},
+	})
+	require.NoError(t, err)
+	run := func() runOutcome {
+		return runCordon(t, IsolationBwrap, func(o *Options) {
+			o.Policy, o.RO = pol, []string{filepath.Join(home, ".cache", "foo")}
+			o.Env = append(o.Env, "HOME="+home)
+		}, "sh", "-c", "cat "+secret+"; echo RAN")
+	}
+	o := run()
+	require.NoError(t, o.err)
+	assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, the secret unreadable")
+
+	swapForLink(t, secret, "decoy")
+	o = run()
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+	assert.Contains(t, o.err.Error(), "has not its cover on it")
+	assert.NotContains(t, o.stdout, "SECRET")
+}

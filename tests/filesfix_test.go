@@ -434,3 +434,23 @@ func TestFilesRwIntoHooksIsRefused(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "WROTE")
 }
+
+// TestFilesNestedDenyRead: --deny-read on a directory and on a file in it
+// (literal paths; globs were fine) runs, both unreadable. A red team found
+// bubblewrap failing: the file's cover came after the directory's
+// read-only tmpfs, where there is no place for it.
+func TestFilesNestedDenyRead(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "secrets"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "secrets", "a.key"), []byte("KEY\n"), 0o644))
+	for _, order := range [][]string{{"secrets", "secrets/a.key"}, {"secrets/a.key", "secrets"}} {
+		args := []string{"--no-defaults"}
+		for _, p := range order {
+			args = append(args, "--deny-read", filepath.Join(dir, p))
+		}
+		r := runCordon(t, runOpts{dir: dir}, append(args, "--", "sh", "-c", "cat secrets/a.key; ls secrets; echo RAN")...)
+		assert.Equal(t, 0, r.code, "%v: %s", order, r.stderr)
+		assert.Equal(t, "RAN\n", r.stdout, "%v", order)
+	}
+}
