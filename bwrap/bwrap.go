@@ -284,16 +284,19 @@ func (s *Spec) binds() []bind {
 		binds = append(binds, bind{"--tmpfs", p})
 	}
 	binds = protect(binds, s.Protect)
-	// An unreadable path's parents are pinned as a protected path's are:
-	// a parent moved aside in one run (mv ~/.ssh ~/.s) would otherwise
-	// take the secret out from under the rule for the next.
-	var unreadable []string
+	// An unreadable or hidden path's parents are pinned as a protected
+	// path's are: a parent moved aside in one run (mv ~/.ssh ~/.s; the
+	// daemon directory's parent, which a red team renamed so that the next
+	// run neither hid it nor found it where the daemon's clients look)
+	// would otherwise take it out from under the rule for the next.
+	var covered []string
 	for _, u := range s.Unreadable {
 		if !s.inUnreadableDir(u.Path) { // covered by its directory: no parent to pin
-			unreadable = append(unreadable, u.Path)
+			covered = append(covered, u.Path)
 		}
 	}
-	binds = pinParents(binds, unreadable)
+	covered = append(append(covered, s.Hide...), s.HideFiles...)
+	binds = pinParents(binds, covered)
 	sort.SliceStable(binds, func(i, j int) bool { return binds[i].depth() < binds[j].depth() })
 	// A path two rules ask for alike (a git directory's config, protected
 	// by the git layout and by the files policy) is mounted once: each

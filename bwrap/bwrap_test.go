@@ -506,3 +506,20 @@ func TestSpecArgsNestedUnreadable(t *testing.T) {
 	assert.ElementsMatch(t, []string{"/w/D", "/w/E"}, must)
 	assert.Equal(t, []Cover{{"/w/D", CoverEmptyDir}, {"/w/E", CoverFile}}, s.Covers())
 }
+
+// TestSpecArgsHiddenParentsPinned: the directories between a writable bind
+// and a hidden directory or socket are pinned (writable self-binds, mount
+// points a run cannot rename): a red team renamed the daemon directory's
+// parent in one run, and the next neither hid it nor found it.
+func TestSpecArgsHiddenParentsPinned(t *testing.T) {
+	s := Spec{Dir: "/w", Command: []string{"x"}, Hide: []string{"/w/rt/cordon"}, HideFiles: []string{"/w/a/b/sock"}}
+	args, err := s.Args()
+	require.NoError(t, err)
+	joined := strings.Join(args, " ")
+	for _, pin := range []string{"--bind /w/rt /w/rt", "--bind /w/a /w/a", "--bind /w/a/b /w/a/b"} {
+		assert.Contains(t, joined, pin)
+	}
+	assert.Contains(t, joined, "--tmpfs /w/rt/cordon")
+	assert.Contains(t, joined, "--ro-bind /dev/null /w/a/b/sock")
+	assert.ElementsMatch(t, []string{"/w", "/w/rt", "/w/a", "/w/a/b"}, s.WritablePaths())
+}

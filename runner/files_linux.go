@@ -224,7 +224,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 	if err != nil {
 		return nil, err
 	}
-	binds := append(append(append([]string(nil), roots...), box.RO...), fl.ro...)
+	binds := append(append(append(append([]string(nil), roots...), box.RO...), box.ROTry...), fl.ro...)
 	// In the bwrap tier the sandbox's /tmp is its own, empty: what lies
 	// under the host's /tmp is out of its sight unless a bind shows it.
 	// The landlock tier sees the host's /tmp (privateTmp false), so a

@@ -562,8 +562,8 @@ func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
 		under string // the working directory, or "" for runCordon's own
 		want  string
 	}{
-		{"under the read-only root", "", "has 1 mounts on it, the host's 1 without the layout's bind"},
-		{"under the working directory", "work", "has 1 mounts on it, the host's 1 without the layout's bind"},
+		{"under the read-only root", "", "has 1 mounts on it, the host's 1 without the layout's: it landed elsewhere"},
+		{"under the working directory", "work", "has 1 mounts on it, the host's 1 without the layout's: it landed elsewhere"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := filepath.Join(tree, "root")
@@ -607,33 +607,48 @@ func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
 // an empty tmpfs in the sandbox, written there and discarded) whose parent
 // is a link to a decoy while bubblewrap mounts it, and back before the
 // command starts: the tmpfs lands on the decoy, and the host's own
-// directory shows at the path. What is at the path must be a tmpfs: the run
-// is refused, and the host's cache never shows.
+// directory shows at the path. What is at the path must be a tmpfs, and
+// where the host's ~/.cache is a tmpfs mount point itself (a red team's
+// note: its copy under the root's bind is a tmpfs mount point too), the
+// private one must be on top of it: each run is refused, and the host's
+// cache never shows.
 func TestPrivateTmpfsLandedElsewhereIsRefused(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
-	tree, err := os.MkdirTemp("/var/tmp", "cordon-private-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(tree) })
-	home := filepath.Join(tree, "home")
-	for _, d := range []string{filepath.Join(home, ".cache"), filepath.Join(tree, "decoy", ".cache")} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(home, ".cache", "c"), []byte("HOST-CACHE\n"), 0o644))
-	run := func() runOutcome {
-		return runCordon(t, IsolationBwrap, func(o *Options) { o.Env = append(o.Env, "HOME="+home) },
-			"sh", "-c", "cat "+filepath.Join(home, ".cache", "c")+"; echo RAN")
-	}
-	o := run()
-	require.NoError(t, o.err)
-	assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, its cache empty")
+	for _, mounted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a directory", true: "a tmpfs mount point"}[mounted], func(t *testing.T) {
+			if mounted && os.Geteuid() != 0 {
+				testcap.SkipOrFail(t, "mounting the host's tmpfs needs root")
+			}
+			tree, err := os.MkdirTemp("/var/tmp", "cordon-private-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(tree) })
+			home := filepath.Join(tree, "home")
+			cache := filepath.Join(home, ".cache")
+			for _, d := range []string{cache, filepath.Join(tree, "decoy", ".cache")} {
+				require.NoError(t, os.MkdirAll(d, 0o755))
+			}
+			if mounted {
+				require.NoError(t, unix.Mount("tmpfs", cache, "tmpfs", 0, "mode=0755"))
+				t.Cleanup(func() { _ = unix.Unmount(cache, unix.MNT_DETACH) })
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(cache, "c"), []byte("HOST-CACHE\n"), 0o644))
+			run := func() runOutcome {
+				return runCordon(t, IsolationBwrap, func(o *Options) { o.Env = append(o.Env, "HOME="+home) },
+					"sh", "-c", "cat "+filepath.Join(cache, "c")+"; echo RAN")
+			}
+			o := run()
+			require.NoError(t, o.err)
+			assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, its cache empty")
 
-	swapForLink(t, home, "decoy")
-	o = run()
-	var se *SetupError
-	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
-	assert.Contains(t, o.err.Error(), "has not its cover on it")
-	assert.NotContains(t, o.stdout, "HOST-CACHE")
+			swapForLink(t, home, "decoy")
+			o = run()
+			var se *SetupError
+			require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+			assert.Contains(t, o.err.Error(), map[bool]string{false: "has not its cover on it", true: "has 1 mounts on it, the host's 1"}[mounted])
+			assert.NotContains(t, o.stdout, "HOST-CACHE")
+		})
+	}
 }
 
 // TestReadOnlyBindSourceSwappedIsRefused: a linked worktree whose

@@ -185,6 +185,7 @@ type startSpec struct {
 	// placeholder the identity of the file bound over unreadable files,
 	// both proven in the sandbox too.
 	covers      []bwrap.Cover
+	coverStacks []hostMount // the host's mounts at each cover's path
 	placeholder [2]uint64
 	// readOnlyIDs is what each read-only path (but the covers) was when
 	// the layout was made, proven in the sandbox too.
@@ -813,6 +814,18 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	}
 	sp.readOnly, sp.readOnlyTry = box.ReadOnlyPaths()
 	sp.covers = box.Covers()
+	var hostMounts map[int]proc.Mount // read when a bound or covered path is a mount point
+	sp.coverStacks = make([]hostMount, len(sp.covers))
+	for i, c := range sp.covers {
+		if _, err := os.Lstat(c.Path); err != nil {
+			continue // made by bubblewrap: nothing of the host's there
+		}
+		stack, parentDev, err := hostStack(c.Path, &hostMounts)
+		if err != nil {
+			return nil, &SetupError{Err: fmt.Errorf("%s, to be covered: %w", c.Path, err)}
+		}
+		sp.coverStacks[i] = hostMount{stack, parentDev}
+	}
 	// What each read-only bind shows (a cover's path shows the cover,
 	// proven as such): the file there now, or nothing (ENOENT).
 	sp.readOnlyIDs = map[string]roFile{}
@@ -848,7 +861,6 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		sp.placeholder = [2]uint64{st.Dev, st.Ino}
 	}
 	sp.writable = sp.writable[:0]
-	var hostMounts map[int]proc.Mount // read when a writable path is a mount point
 	for _, p := range box.WritablePaths() {
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err == unix.ENOENT {
@@ -871,7 +883,7 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
 		}
 		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino,
-			readOnly: sfs.Flags&unix.ST_RDONLY != 0, hostStack: stack, hostParentDev: parentDev})
+			readOnly: sfs.Flags&unix.ST_RDONLY != 0, host: hostMount{stack, parentDev}})
 	}
 	return sandboxArgv(bw, exe, box)
 }
@@ -1291,14 +1303,18 @@ type boundFile struct {
 	dev, ino uint64
 	missing  bool // not there when the layout was made
 	readOnly bool // on a read-only mount on the host: the bind is too
-	// hostStack counts the host's mounts at path (0: not a mount point),
-	// and hostParentDev is the device of path's directory there: where
-	// the sandbox shows that directory from the host's file system (the
-	// root's bind, a writable bind above), it has copies of those mounts
-	// too, and the layout's bind on top; where it shows its own (the
-	// private /dev, a tmpfs), the bind alone.
-	hostStack     int
-	hostParentDev uint64
+	host     hostMount
+}
+
+// hostMount is what the host has mounted at a path the layout binds or
+// covers: stack counts the mounts (0: not a mount point), and parentDev
+// is the device of the path's directory. Where the sandbox shows that
+// directory from the host's file system (the root's bind, a writable bind
+// above), it has copies of those mounts too, and the layout's mount on top;
+// where it shows its own (the private /dev, a tmpfs), that mount alone.
+type hostMount struct {
+	stack     int
+	parentDev uint64
 }
 
 // hostStack counts the mounts stacked at p on the host: 0 when p is not a
@@ -1450,7 +1466,35 @@ func checkLayout(initPid int, sp startSpec) error {
 		}
 		return nil
 	}
+	// onTop proves that the mount at p (found as f) is the layout's own
+	// where the host had mounts at p already: a copy of the host's mount
+	// (writable under a writable bind above, a tmpfs like a private one)
+	// is one there wherever the layout's own went. Where the sandbox shows
+	// p's directory from the host's file system, the recursive bind that
+	// shows it brought copies of the host's mounts at p along, and the
+	// layout's mount must be on top of them. (Where the sandbox shows its
+	// own directory, the private /dev or a tmpfs, there are no copies, and
+	// bubblewrap may have a mount of its own there: /dev/pts.)
 	var sandboxMounts map[int]proc.Mount
+	onTop := func(p string, f found, host hostMount) error {
+		if host.stack == 0 {
+			return nil
+		}
+		if parent, err := parentOf(p); err != nil || unix.Mkdev(parent.sx.Dev_major, parent.sx.Dev_minor) != host.parentDev {
+			return nil
+		}
+		if sandboxMounts == nil {
+			m, err := proc.Mounts("/proc/" + strconv.Itoa(initPid) + "/mountinfo")
+			if err != nil {
+				return fmt.Errorf("cannot be checked: reading the sandbox's mounts: %w", err)
+			}
+			sandboxMounts = m
+		}
+		if n := proc.StackAt(sandboxMounts, int(f.mnt), p); n <= host.stack {
+			return fmt.Errorf("has %d mounts on it, the host's %d without the layout's: it landed elsewhere", n, host.stack)
+		}
+		return nil
+	}
 	for _, w := range sp.writable {
 		if w.missing {
 			return changed(w.path, "(bound writable) appeared after the layout was made")
@@ -1469,31 +1513,14 @@ func checkLayout(initPid int, sp startSpec) error {
 		if !mp {
 			return changed(w.path, "(bound writable) is not a mount point: its bind landed elsewhere")
 		}
-		if parent, _ := parentOf(w.path); w.hostStack > 0 &&
-			unix.Mkdev(parent.sx.Dev_major, parent.sx.Dev_minor) == w.hostParentDev {
-			// A mount point on the host already, in a directory the
-			// sandbox shows from the host's file system (the root's
-			// bind, a writable bind above): the recursive bind that
-			// shows the directory brought copies of the host's mounts
-			// at the path along (writable under a writable bind), and
-			// the layout's bind must be on top of them. (Where the
-			// sandbox shows its own directory, the private /dev or a
-			// tmpfs, there are no copies, and bubblewrap may have a
-			// mount of its own there: /dev/pts.)
-			if sandboxMounts == nil {
-				if sandboxMounts, err = proc.Mounts("/proc/" + strconv.Itoa(initPid) + "/mountinfo"); err != nil {
-					return fmt.Errorf("reading the sandbox's mounts to check its layout: %w", err)
-				}
-			}
-			if n := proc.StackAt(sandboxMounts, int(f.mnt), w.path); n <= w.hostStack {
-				return changed(w.path, fmt.Sprintf("(bound writable) has %d mounts on it, the host's %d without the layout's bind: its bind landed elsewhere", n, w.hostStack))
-			}
+		if err := onTop(w.path, f, w.host); err != nil {
+			return changed(w.path, "(bound writable) "+err.Error())
 		}
 		if !w.readOnly && f.sfs.Flags&unix.ST_RDONLY != 0 {
 			return changed(w.path, "(bound writable) is on a read-only mount: its bind landed elsewhere")
 		}
 	}
-	for _, c := range sp.covers {
+	for i, c := range sp.covers {
 		f, err := look(c.Path)
 		if err != nil {
 			return changed(c.Path, fmt.Sprintf("(covered) is not where the layout put it (%v)", err))
@@ -1518,6 +1545,11 @@ func checkLayout(initPid int, sp startSpec) error {
 		}
 		if !ok || !mp {
 			return changed(c.Path, "(covered) has not its cover on it: the cover landed elsewhere")
+		}
+		if i < len(sp.coverStacks) {
+			if err := onTop(c.Path, f, sp.coverStacks[i]); err != nil {
+				return changed(c.Path, "(covered) "+err.Error())
+			}
 		}
 	}
 	for _, p := range sp.readOnly {

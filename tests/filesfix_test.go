@@ -454,3 +454,22 @@ func TestFilesNestedDenyRead(t *testing.T) {
 		assert.Equal(t, "RAN\n", r.stdout, "%v", order)
 	}
 }
+
+// TestFilesHiddenDaemonDirectoryStaysPut: the daemon's directory inside the
+// working directory (XDG_RUNTIME_DIR there) is hidden, and its parent cannot
+// be renamed from inside: a red team renamed it in one run (mv rt rt2), and
+// the next run neither hid the directory (read daemon.json, connected to
+// the socket) nor left it where the daemon's clients look.
+func TestFilesHiddenDaemonDirectoryStaysPut(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	rt := filepath.Join(dir, "rt")
+	require.NoError(t, os.MkdirAll(filepath.Join(rt, "cordon"), 0o700))
+	require.NoError(t, os.Chmod(rt, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(rt, "cordon", "daemon.json"), []byte(`{"pid":1}`), 0o600))
+	o := runOpts{dir: dir, env: []string{"XDG_RUNTIME_DIR=" + rt}}
+	r := runCordon(t, o, "--", "sh", "-c", "ls -A rt/cordon; mv rt rt2 && echo MOVED; mv rt/cordon rt/x && echo MOVED2; echo RAN")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "RAN\n", r.stdout, "hidden, and neither the directory nor its parent moved")
+	assert.FileExists(t, filepath.Join(rt, "cordon", "daemon.json"))
+}
