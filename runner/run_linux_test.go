@@ -343,11 +343,7 @@ func TestLayoutFailureEndsEarlyStartedBwrap(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
 	ro := t.TempDir()
-	pol, err := policy.Compile(policy.Config{
-		Default: policy.Allow,
-		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: ro, Source: "test"}}},
-	})
-	require.NoError(t, err)
+	pol := denyRead(t, ro)
 	o := runCordon(t, IsolationBwrap, func(o *Options) {
 		o.Policy = pol
 		o.RO = []string{ro}
@@ -484,6 +480,28 @@ func swapForLink(t *testing.T, dir, link string) {
 	})
 }
 
+// sharedTree is a directory the sandbox sees from the host's file system,
+// read-only unless bound (not under /tmp, which is private there), removed
+// at the end of the test.
+func sharedTree(t *testing.T, prefix string) string {
+	t.Helper()
+	tree, err := os.MkdirTemp("/var/tmp", prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tree) })
+	return tree
+}
+
+// denyRead is a policy allowing every exec, with path unreadable.
+func denyRead(t *testing.T, path string) *policy.Policy {
+	t.Helper()
+	pol, err := policy.Compile(policy.Config{
+		Default: policy.Allow,
+		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: path, Source: "test"}}},
+	})
+	require.NoError(t, err)
+	return pol
+}
+
 // TestCoverLandedElsewhereIsRefused: a deny_read file or directory in a
 // tree the sandbox sees read-only (another sandbox writes it). A directory
 // on its path is a link to a decoy while bubblewrap mounts the cover, and
@@ -496,9 +514,7 @@ func TestCoverLandedElsewhereIsRefused(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
 	// Not under /tmp, which is private in the sandbox.
-	tree, err := os.MkdirTemp("/var/tmp", "cordon-cover-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(tree) })
+	tree := sharedTree(t, "cordon-cover-")
 	sub := filepath.Join(tree, "sub")
 	for _, d := range []string{filepath.Join(sub, "keys"), filepath.Join(tree, "decoy", "keys")} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
@@ -512,11 +528,7 @@ func TestCoverLandedElsewhereIsRefused(t *testing.T) {
 		{"a directory", filepath.Join(sub, "keys")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pol, err := policy.Compile(policy.Config{
-				Default: policy.Allow,
-				Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: tc.path, Source: "test"}}},
-			})
-			require.NoError(t, err)
+			pol := denyRead(t, tc.path)
 			run := func() runOutcome {
 				return runCordon(t, IsolationBwrap, func(o *Options) { o.Policy = pol },
 					"sh", "-c", "cat "+filepath.Join(sub, "secret")+" "+filepath.Join(sub, "keys", "id")+"; echo RAN")
@@ -552,9 +564,7 @@ func TestWritableBindLandedElsewhereIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testcap.SkipOrFail(t, "mounting the host's tmpfs needs root")
 	}
-	tree, err := os.MkdirTemp("/var/tmp", "cordon-rwmount-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(tree) })
+	tree := sharedTree(t, "cordon-rwmount-")
 	outside := filepath.Join(tree, "outside", "rw")
 	require.NoError(t, os.MkdirAll(outside, 0o755))
 	for _, tc := range []struct {
@@ -620,9 +630,7 @@ func TestPrivateTmpfsLandedElsewhereIsRefused(t *testing.T) {
 			if mounted && os.Geteuid() != 0 {
 				testcap.SkipOrFail(t, "mounting the host's tmpfs needs root")
 			}
-			tree, err := os.MkdirTemp("/var/tmp", "cordon-private-")
-			require.NoError(t, err)
-			t.Cleanup(func() { os.RemoveAll(tree) })
+			tree := sharedTree(t, "cordon-private-")
 			home := filepath.Join(tree, "home")
 			cache := filepath.Join(home, ".cache")
 			for _, d := range []string{cache, filepath.Join(tree, "decoy", ".cache")} {
@@ -663,9 +671,7 @@ func TestPrivateTmpfsLandedElsewhereIsRefused(t *testing.T) {
 func TestReadOnlyBindSourceSwappedIsRefused(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
-	tree, err := os.MkdirTemp("/var/tmp", "cordon-rosrc-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(tree) })
+	tree := sharedTree(t, "cordon-rosrc-")
 	main, wt := filepath.Join(tree, "main"), filepath.Join(tree, "wt")
 	git := func(dir string, args ...string) {
 		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
@@ -680,11 +686,7 @@ func TestReadOnlyBindSourceSwappedIsRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(secret, "id"), []byte("SSH-SECRET\n"), 0o600))
 	entry := filepath.Join(main, ".git", "zz")
 	require.NoError(t, os.Mkdir(entry, 0o755))
-	pol, err := policy.Compile(policy.Config{
-		Default: policy.Allow,
-		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: secret, Source: "test"}}},
-	})
-	require.NoError(t, err)
+	pol := denyRead(t, secret)
 	run := func() runOutcome {
 		return runCordon(t, IsolationBwrap, func(o *Options) { o.Policy, o.Dir = pol, wt },
 			"sh", "-c", "cat "+filepath.Join(entry, "id")+" "+filepath.Join(secret, "id")+"; echo RAN")
@@ -712,20 +714,14 @@ func TestReadOnlyBindSourceSwappedIsRefused(t *testing.T) {
 func TestCoverUnderPrivateDirectory(t *testing.T) {
 	testcap.RequireSeccompNotify(t)
 	testcap.RequireBwrap(t)
-	tree, err := os.MkdirTemp("/var/tmp", "cordon-privcover-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(tree) })
+	tree := sharedTree(t, "cordon-privcover-")
 	home := filepath.Join(tree, "home")
 	sub := filepath.Join(home, ".cache", "foo", "sub")
 	require.NoError(t, os.MkdirAll(sub, 0o755))
 	secret := filepath.Join(sub, "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("SECRET\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(sub, "decoy"), []byte("decoy\n"), 0o644))
-	pol, err := policy.Compile(policy.Config{
-		Default: policy.Allow,
-		Files:   policy.FilePolicy{DenyRead: []policy.FileRule{{Pattern: secret, Source: "test"}}},
-	})
-	require.NoError(t, err)
+	pol := denyRead(t, secret)
 	run := func() runOutcome {
 		return runCordon(t, IsolationBwrap, func(o *Options) {
 			o.Policy, o.RO = pol, []string{filepath.Join(home, ".cache", "foo")}
