@@ -480,6 +480,23 @@ func swapForLink(t *testing.T, dir, link string) {
 	})
 }
 
+// refusedWhenSwapped runs run as laid out, which must go and print
+// exactly want; then with dir swapped for a link to link while bubblewrap
+// sets the sandbox up (swapForLink), which must be refused with msg in its
+// error and print nothing of secret.
+func refusedWhenSwapped(t *testing.T, run func() runOutcome, want, dir, link, msg, secret string) {
+	t.Helper()
+	o := run()
+	require.NoError(t, o.err)
+	assert.Equal(t, want, o.stdout, "the unchanged layout runs")
+	swapForLink(t, dir, link)
+	o = run()
+	var se *SetupError
+	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
+	assert.Contains(t, o.err.Error(), msg)
+	assert.NotContains(t, o.stdout, secret)
+}
+
 // sharedTree is a directory the sandbox sees from the host's file system,
 // read-only unless bound (not under /tmp, which is private there), removed
 // at the end of the test.
@@ -645,16 +662,8 @@ func TestPrivateTmpfsLandedElsewhereIsRefused(t *testing.T) {
 				return runCordon(t, IsolationBwrap, func(o *Options) { o.Env = append(o.Env, "HOME="+home) },
 					"sh", "-c", "cat "+filepath.Join(cache, "c")+"; echo RAN")
 			}
-			o := run()
-			require.NoError(t, o.err)
-			assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, its cache empty")
-
-			swapForLink(t, home, "decoy")
-			o = run()
-			var se *SetupError
-			require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
-			assert.Contains(t, o.err.Error(), map[bool]string{false: "has not its cover on it", true: "has 1 mounts on it, the host's 1"}[mounted])
-			assert.NotContains(t, o.stdout, "HOST-CACHE")
+			refusedWhenSwapped(t, run, "RAN\n", home, "decoy",
+				map[bool]string{false: "has not its cover on it", true: "has 1 mounts on it, the host's 1"}[mounted], "HOST-CACHE")
 		})
 	}
 }
@@ -691,16 +700,7 @@ func TestReadOnlyBindSourceSwappedIsRefused(t *testing.T) {
 		return runCordon(t, IsolationBwrap, func(o *Options) { o.Policy, o.Dir = pol, wt },
 			"sh", "-c", "cat "+filepath.Join(entry, "id")+" "+filepath.Join(secret, "id")+"; echo RAN")
 	}
-	o := run()
-	require.NoError(t, o.err)
-	assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, the secret unreadable")
-
-	swapForLink(t, entry, "../../secret")
-	o = run()
-	var se *SetupError
-	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
-	assert.Contains(t, o.err.Error(), "(bound read-only) is not the file the layout bound")
-	assert.NotContains(t, o.stdout, "SSH-SECRET")
+	refusedWhenSwapped(t, run, "RAN\n", entry, "../../secret", "(bound read-only) is not the file the layout bound", "SSH-SECRET")
 }
 
 // TestCoverUnderPrivateDirectory: a deny_read file inside a --ro bind
@@ -728,14 +728,5 @@ func TestCoverUnderPrivateDirectory(t *testing.T) {
 			o.Env = append(o.Env, "HOME="+home)
 		}, "sh", "-c", "cat "+secret+"; echo RAN")
 	}
-	o := run()
-	require.NoError(t, o.err)
-	assert.Equal(t, "RAN\n", o.stdout, "the unchanged layout runs, the secret unreadable")
-
-	swapForLink(t, secret, "decoy")
-	o = run()
-	var se *SetupError
-	require.ErrorAs(t, o.err, &se, "stdout %q stderr %q", o.stdout, o.stderr)
-	assert.Contains(t, o.err.Error(), "has not its cover on it")
-	assert.NotContains(t, o.stdout, "SECRET")
+	refusedWhenSwapped(t, run, "RAN\n", secret, "decoy", "has not its cover on it", "SECRET")
 }
