@@ -55,7 +55,8 @@ type fileLayout struct {
 	rw, ro     []string
 	names      []string
 	events     []FileEvent
-	// gitDirs are the .git directories the walk found in writable trees.
+	// gitDirs are the git directories the walk found in writable trees:
+	// named .git, or any other by its content (HEAD, objects, refs).
 	gitDirs []string
 	// placeholder is the host directory holding the mode-000 file bound
 	// over unreadable files; it is removed once the sandbox is set up.
@@ -203,10 +204,27 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 		for a := real; ; a = filepath.Dir(a) {
 			for i := range rules {
 				r := &rules[i]
-				if r.rule.Exception() || !strings.HasPrefix(r.rule.Glob(), "**/") {
+				g := r.rule.Glob()
+				if r.rule.Exception() || g == policy.GitName {
+					// .git is walked into, its config and hooks covered
+					// by their own rules (and by the git layout).
 					continue
 				}
-				if ok, _ := doublestar.Match(path.Join("/", r.rule.Glob()), a); ok && !excepted(rules, r.read, a) {
+				var ok bool
+				switch {
+				case strings.HasPrefix(g, "**/"):
+					ok, _ = doublestar.Match(path.Join("/", g), a)
+					if !ok && isGitdir(filepath.Dir(a)) {
+						// A git directory of another name (bare, separate,
+						// a dotfile manager's): its hooks and config are
+						// what a .git directory's are.
+						ok, _ = doublestar.Match(path.Join("/", g), path.Join("/.git", filepath.Base(a)))
+					}
+				case !strings.Contains(g, "/"):
+					// A bare name (.vscode, .claude): at any depth.
+					ok, _ = path.Match(g, filepath.Base(a))
+				}
+				if ok && !excepted(rules, r.read, a) {
 					what := "deny_write"
 					if r.read {
 						what = "deny_read"
@@ -584,6 +602,19 @@ func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[strin
 				return errWalkBound
 			}
 			name := d.Name()
+			if name == "HEAD" && d.Type().IsRegular() && gitDirs != nil {
+				// A git directory by its content, whatever its name: a
+				// separate one (git init --separate-git-dir), a bare
+				// repository, a dotfile manager's: its config and hooks
+				// run as the user as a .git directory's do (a red team
+				// wrote both so). Protected as nested ones are.
+				if dir := filepath.Dir(p); !isGitDir(dir) && isGitdir(dir) && writable(dir) && !slices.Contains(*gitDirs, dir) {
+					*gitDirs = append(*gitDirs, dir)
+					if err := os.Mkdir(filepath.Join(dir, "hooks"), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+						return &SetupError{Err: fmt.Errorf("creating %s/hooks to protect it: %w", dir, err)}
+					}
+				}
+			}
 			m, ok := test(p, name)
 			if ok && d.IsDir() && !m.read && name == ".git" && m.rule.Glob() == policy.GitName {
 				// The bare name .git refuses new repositories and links;

@@ -197,7 +197,10 @@ func inTrees(trees []string) func(string) bool {
 func nestedGit(dirs, trees []string, home string, newRepos bool) gitView {
 	v := gitView{home: home, newRepos: newRepos, inWritable: inTrees(trees)}
 	for _, d := range dirs {
-		if filepath.Base(d) == ".git" {
+		// A .git directory, or one found by its content (HEAD, objects,
+		// refs: findMatches); a submodule's under .git/modules is
+		// locked with modules/ (lockModules).
+		if filepath.Base(d) == ".git" || !strings.Contains(d, "/.git/modules/") {
 			v.protectGitdir(d)
 		}
 	}

@@ -473,3 +473,39 @@ func TestFilesHiddenDaemonDirectoryStaysPut(t *testing.T) {
 	assert.Equal(t, "RAN\n", r.stdout, "hidden, and neither the directory nor its parent moved")
 	assert.FileExists(t, filepath.Join(rt, "cordon", "daemon.json"))
 }
+
+// TestFilesGitDirectoriesOfOtherNames: a git directory not named .git (a
+// separate one, git init --separate-git-dir; a bare repository) inside the
+// writable tree has its config and hooks protected as a .git directory's
+// (a red team wrote core.fsmonitor into one and the host's git status ran
+// it); a --rw of such a directory's hooks, or of another tree's .vscode
+// (a bare protected name), is refused as a bind a rule covers is.
+func TestFilesGitDirectoriesOfOtherNames(t *testing.T) {
+	requireSeccompNotify(t)
+	root := t.TempDir()
+	git := func(args ...string) {
+		out, err := exec.Command("git", args...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	git("init", "-q", "--separate-git-dir="+filepath.Join(root, "gd"), filepath.Join(root, "repo2"))
+	git("init", "-q", "--bare", filepath.Join(root, "bare.git"))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "repo2", ".vscode"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "repo"), 0o755))
+	r := runCordon(t, runOpts{dir: root}, "--", "sh", "-c",
+		"for f in gd/config gd/hooks/pre-commit bare.git/config bare.git/hooks/post-receive repo2/.vscode/tasks.json; do echo x >> $f && echo WROTE $f; done; echo RAN")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "RAN\n", r.stdout)
+	assert.NoFileExists(t, filepath.Join(root, "gd", "hooks", "pre-commit"))
+	for _, c := range []struct{ rw, rule string }{
+		{"../gd/hooks", `deny_write "**/.git/hooks" (builtin) covers ` + filepath.Join(root, "gd", "hooks")},
+		{"../bare.git/config", `deny_write "**/.git/config" (builtin) covers ` + filepath.Join(root, "bare.git", "config")},
+		{"../repo2/.vscode", `deny_write ".vscode" (builtin) covers ` + filepath.Join(root, "repo2", ".vscode")},
+	} {
+		r := runCordon(t, runOpts{dir: filepath.Join(root, "repo")}, "--rw", c.rw, "--", "true")
+		assert.Equal(t, 125, r.code, "--rw %s: %s", c.rw, r.stderr)
+		assert.Contains(t, r.stderr, c.rule, "--rw %s", c.rw)
+	}
+	r = runCordon(t, runOpts{dir: filepath.Join(root, "repo")}, "--rw", "../repo2", "--", "sh", "-c", "echo x > ../repo2/.vscode/tasks.json || echo PROTECTED")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "PROTECTED\n", r.stdout)
+}
