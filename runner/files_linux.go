@@ -214,7 +214,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 				switch {
 				case strings.HasPrefix(g, "**/"):
 					ok, _ = doublestar.Match(path.Join("/", g), a)
-					if !ok && isGitdir(filepath.Dir(a)) {
+					if !ok && gitWouldTake(filepath.Dir(a)) {
 						// A git directory of another name (bare, separate,
 						// a dotfile manager's): its hooks and config are
 						// what a .git directory's are.
@@ -602,13 +602,13 @@ func findMatches(rules []anchored, roots []string, gitDirs *[]string) (map[strin
 				return errWalkBound
 			}
 			name := d.Name()
-			if name == "HEAD" && d.Type().IsRegular() && gitDirs != nil {
+			if name == "HEAD" && (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && gitDirs != nil {
 				// A git directory by its content, whatever its name: a
 				// separate one (git init --separate-git-dir), a bare
 				// repository, a dotfile manager's: its config and hooks
 				// run as the user as a .git directory's do (a red team
 				// wrote both so). Protected as nested ones are.
-				if dir := filepath.Dir(p); !isGitDir(dir) && isGitdir(dir) && writable(dir) && !slices.Contains(*gitDirs, dir) {
+				if dir := filepath.Dir(p); !isGitDir(dir) && gitWouldTake(dir) && writable(dir) && !slices.Contains(*gitDirs, dir) {
 					*gitDirs = append(*gitDirs, dir)
 					if err := os.Mkdir(filepath.Join(dir, "hooks"), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 						return &SetupError{Err: fmt.Errorf("creating %s/hooks to protect it: %w", dir, err)}

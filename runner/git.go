@@ -292,6 +292,26 @@ func isGitdir(d string) bool {
 	return true
 }
 
+// gitWouldTake reports whether git would take d for a git directory
+// (its is_git_directory): HEAD a file or a symlink (git reads a link into
+// refs/), objects and refs anything it can search (access X_OK: a link to a
+// directory, even an executable file). What decides protection must not
+// be narrower than git: a red team planted each of those and had the
+// host's git run the config. isGitdir is the strict test, for what may be
+// skipped as git's own data.
+func gitWouldTake(d string) bool {
+	fi, err := os.Lstat(filepath.Join(d, "HEAD"))
+	if err != nil || !(fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0) {
+		return false
+	}
+	for _, name := range []string{"objects", "refs"} {
+		if syscall.Access(filepath.Join(d, name), 1 /* X_OK */) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // linkedWorktree fills v for a linked worktree whose .git file is dotgit
 // and whose gitdir is gitdir.
 func (v *gitView) linkedWorktree(dotgit, gitdir string, inWritable func(string) bool) error {

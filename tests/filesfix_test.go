@@ -491,8 +491,34 @@ func TestFilesGitDirectoriesOfOtherNames(t *testing.T) {
 	git("init", "-q", "--bare", filepath.Join(root, "bare.git"))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "repo2", ".vscode"), 0o755))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "repo"), 0o755))
+	// What git takes for a git directory and a stricter test did not (a
+	// later red team): HEAD a link into refs/, objects an executable file
+	// or a link to a directory, refs a link to a directory.
+	files := "gd/config gd/hooks/pre-commit bare.git/config bare.git/hooks/post-receive repo2/.vscode/tasks.json"
+	for _, v := range []string{"symhead", "execobj", "symobj", "symrefs"} {
+		d := filepath.Join(root, v)
+		for _, sub := range []string{"refs/heads", "real-objects", "real-refs"} {
+			require.NoError(t, os.MkdirAll(filepath.Join(d, sub), 0o755))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "config"), []byte("[core]\n\tbare = false\n"), 0o644))
+		head, objects := func() error { return os.WriteFile(filepath.Join(d, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644) }, func() error { return os.Mkdir(filepath.Join(d, "objects"), 0o755) }
+		switch v {
+		case "symhead":
+			head = func() error { return os.Symlink("refs/heads/main", filepath.Join(d, "HEAD")) }
+		case "execobj":
+			objects = func() error { return os.WriteFile(filepath.Join(d, "objects"), nil, 0o755) }
+		case "symobj":
+			objects = func() error { return os.Symlink("real-objects", filepath.Join(d, "objects")) }
+		case "symrefs":
+			require.NoError(t, os.RemoveAll(filepath.Join(d, "refs")))
+			require.NoError(t, os.Symlink("real-refs", filepath.Join(d, "refs")))
+		}
+		require.NoError(t, head())
+		require.NoError(t, objects())
+		files += " " + v + "/config " + v + "/hooks/pre-commit"
+	}
 	r := runCordon(t, runOpts{dir: root}, "--", "sh", "-c",
-		"for f in gd/config gd/hooks/pre-commit bare.git/config bare.git/hooks/post-receive repo2/.vscode/tasks.json; do echo x >> $f && echo WROTE $f; done; echo RAN")
+		"for f in "+files+"; do echo x >> $f && echo WROTE $f; done; echo RAN")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "RAN\n", r.stdout)
 	assert.NoFileExists(t, filepath.Join(root, "gd", "hooks", "pre-commit"))
@@ -500,6 +526,7 @@ func TestFilesGitDirectoriesOfOtherNames(t *testing.T) {
 		{"../gd/hooks", `deny_write "**/.git/hooks" (builtin) covers ` + filepath.Join(root, "gd", "hooks")},
 		{"../bare.git/config", `deny_write "**/.git/config" (builtin) covers ` + filepath.Join(root, "bare.git", "config")},
 		{"../repo2/.vscode", `deny_write ".vscode" (builtin) covers ` + filepath.Join(root, "repo2", ".vscode")},
+		{"../execobj/config", `deny_write "**/.git/config" (builtin) covers ` + filepath.Join(root, "execobj", "config")},
 	} {
 		r := runCordon(t, runOpts{dir: filepath.Join(root, "repo")}, "--rw", c.rw, "--", "true")
 		assert.Equal(t, 125, r.code, "--rw %s: %s", c.rw, r.stderr)
