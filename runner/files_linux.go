@@ -202,6 +202,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 		}
 		real := canonicalPath(root)
 		for a := real; ; a = filepath.Dir(a) {
+			inGitdir := gitWouldTake(filepath.Dir(a)) // once per level, not per rule
 			for i := range rules {
 				r := &rules[i]
 				g := r.rule.Glob()
@@ -214,7 +215,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 				switch {
 				case strings.HasPrefix(g, "**/"):
 					ok, _ = doublestar.Match(path.Join("/", g), a)
-					if !ok && gitWouldTake(filepath.Dir(a)) {
+					if !ok && inGitdir {
 						// A git directory of another name (bare, separate,
 						// a dotfile manager's): its hooks and config are
 						// what a .git directory's are.
@@ -225,12 +226,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 					ok, _ = path.Match(g, filepath.Base(a))
 				}
 				if ok && !excepted(rules, r.read, a) {
-					what := "deny_write"
-					if r.read {
-						what = "deny_read"
-					}
-					return nil, inputError(fmt.Errorf("%s %q (%s) covers %s, which is bound into the sandbox writable as %s", what, r.rule.Pattern, r.rule.Source, a, root),
-						"drop the bind, or narrow the rule (--no-defaults drops the built-in rules)")
+					return nil, bindCovered(r.rule, r.read, a, root)
 				}
 			}
 			if a == "/" || a == "." {
@@ -269,12 +265,7 @@ func planFiles(fp policy.FilePolicy, box bwrap.Spec, home string, privateTmp boo
 		m := found[p]
 		for _, b := range binds {
 			if under(filepath.Clean(b), p) && (m.read || isWritableBind(b, roots)) {
-				what := "deny_write"
-				if m.read {
-					what = "deny_read"
-				}
-				return nil, inputError(fmt.Errorf("%s %q (%s) covers %s, which is bound into the sandbox", what, m.rule.Pattern, m.rule.Source, b),
-					"drop the bind, or narrow the rule (--no-defaults drops the built-in rules)")
+				return nil, bindCovered(m.rule, m.read, b, "")
 			}
 		}
 		if m.read {
@@ -352,6 +343,20 @@ func protectedNames(rules []policy.FileRule) []string {
 		}
 	}
 	return out
+}
+
+// bindCovered is the start's refusal of a bind that a rule covers: at p,
+// which is the bind, or which holds the writable bind root.
+func bindCovered(rule policy.FileRule, read bool, p, root string) error {
+	what := "deny_write"
+	if read {
+		what = "deny_read"
+	}
+	msg := fmt.Sprintf("%s %q (%s) covers %s, which is bound into the sandbox", what, rule.Pattern, rule.Source, p)
+	if root != "" {
+		msg += " writable as " + root
+	}
+	return inputError(errors.New(msg), "drop the bind, or narrow the rule (--no-defaults drops the built-in rules)")
 }
 
 func isWritableBind(b string, roots []string) bool {

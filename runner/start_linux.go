@@ -184,8 +184,7 @@ type startSpec struct {
 	// covers are the layout's covered paths (bwrap.Spec.Covers) and
 	// placeholder the identity of the file bound over unreadable files,
 	// both proven in the sandbox too.
-	covers      []bwrap.Cover
-	coverStacks []hostMount // the host's mounts at each cover's path
+	covers      []coveredPath
 	placeholder [2]uint64
 	// readOnlyIDs is what each read-only path (but the covers) was when
 	// the layout was made, proven in the sandbox too.
@@ -813,18 +812,14 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		return []string{exe, InitArg}, nil
 	}
 	sp.readOnly, sp.readOnlyTry = box.ReadOnlyPaths()
-	sp.covers = box.Covers()
 	var hostMounts map[int]proc.Mount // read when a bound or covered path is a mount point
-	sp.coverStacks = make([]hostMount, len(sp.covers))
-	for i, c := range sp.covers {
-		if _, err := os.Lstat(c.Path); err != nil {
-			continue // made by bubblewrap: nothing of the host's there
-		}
-		stack, parentDev, err := hostStack(c.Path, &hostMounts)
-		if err != nil {
+	sp.covers = sp.covers[:0]
+	for _, c := range box.Covers() {
+		host, _, err := hostStack(c.Path, &hostMounts)
+		if err != nil && err != unix.ENOENT { // missing: bubblewrap makes it, nothing of the host's there
 			return nil, &SetupError{Err: fmt.Errorf("%s, to be covered: %w", c.Path, err)}
 		}
-		sp.coverStacks[i] = hostMount{stack, parentDev}
+		sp.covers = append(sp.covers, coveredPath{c, host})
 	}
 	// What each read-only bind shows (a cover's path shows the cover,
 	// proven as such): the file there now, or nothing (ENOENT).
@@ -862,8 +857,8 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	}
 	sp.writable = sp.writable[:0]
 	for _, p := range box.WritablePaths() {
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err == unix.ENOENT {
+		host, sx, err := hostStack(p, &hostMounts)
+		if err == unix.ENOENT {
 			// bubblewrap says so, in the words the start's error
 			// explains; if it is there when bubblewrap binds it, it
 			// appeared in between (checkLayout refuses).
@@ -878,12 +873,8 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 		if err := unix.Statfs(p, &sfs); err != nil {
 			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
 		}
-		stack, parentDev, err := hostStack(p, &hostMounts)
-		if err != nil {
-			return nil, &SetupError{Err: fmt.Errorf("%s, to be bound writable: %w", p, err)}
-		}
-		sp.writable = append(sp.writable, boundFile{path: p, dev: st.Dev, ino: st.Ino,
-			readOnly: sfs.Flags&unix.ST_RDONLY != 0, host: hostMount{stack, parentDev}})
+		sp.writable = append(sp.writable, boundFile{path: p, dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino,
+			readOnly: sfs.Flags&unix.ST_RDONLY != 0, host: host})
 	}
 	return sandboxArgv(bw, exe, box)
 }
@@ -1317,36 +1308,43 @@ type hostMount struct {
 	parentDev uint64
 }
 
-// hostStack counts the mounts stacked at p on the host: 0 when p is not a
-// mount point (its parent is on the same mount), else read from the host's
-// mountinfo (once, into *mounts); and the device of p's directory.
-func hostStack(p string, mounts *map[int]proc.Mount) (int, uint64, error) {
+// coveredPath is a cover of the layout and what the host has mounted at
+// its path.
+type coveredPath struct {
+	bwrap.Cover
+	host hostMount
+}
+
+// hostStack returns what the host has mounted at p (the mounts stacked
+// there, read from the host's mountinfo, once, into *mounts, when p is a
+// mount point), and p's own statx (not following a last symlink). The
+// error is the bare errno when p cannot be looked at (ENOENT: missing).
+func hostStack(p string, mounts *map[int]proc.Mount) (hostMount, unix.Statx_t, error) {
 	var sx, px unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &sx); err != nil {
-		return 0, 0, err
+	if err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_MNT_ID, &sx); err != nil {
+		return hostMount{}, sx, err
 	}
 	if err := unix.Statx(unix.AT_FDCWD, filepath.Dir(p), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &px); err != nil {
-		return 0, 0, err
+		return hostMount{}, sx, err
 	}
 	if sx.Mask&px.Mask&unix.STATX_MNT_ID == 0 {
-		return 0, 0, errors.New("no mount id (statx STATX_MNT_ID, Linux 5.8)")
+		return hostMount{}, sx, errors.New("no mount id (statx STATX_MNT_ID, Linux 5.8)")
 	}
-	parentDev := unix.Mkdev(px.Dev_major, px.Dev_minor)
+	host := hostMount{parentDev: unix.Mkdev(px.Dev_major, px.Dev_minor)}
 	if sx.Mnt_id == px.Mnt_id {
-		return 0, parentDev, nil
+		return host, sx, nil
 	}
 	if *mounts == nil {
 		m, err := proc.Mounts("/proc/self/mountinfo")
 		if err != nil {
-			return 0, 0, fmt.Errorf("reading the host's mounts: %w", err)
+			return hostMount{}, sx, fmt.Errorf("reading the host's mounts: %w", err)
 		}
 		*mounts = m
 	}
-	n := proc.StackAt(*mounts, int(sx.Mnt_id), p)
-	if n == 0 {
-		return 0, 0, fmt.Errorf("a mount point the host's mountinfo does not show at that path (mount id %d)", sx.Mnt_id)
+	if host.stack = proc.StackAt(*mounts, int(sx.Mnt_id), p); host.stack == 0 {
+		return hostMount{}, sx, fmt.Errorf("a mount point the host's mountinfo does not show at that path (mount id %d)", sx.Mnt_id)
 	}
-	return n, parentDev, nil
+	return host, sx, nil
 }
 
 // checkLayout proves, as the sandbox of the init initPid sees it, that its
@@ -1520,7 +1518,7 @@ func checkLayout(initPid int, sp startSpec) error {
 			return changed(w.path, "(bound writable) is on a read-only mount: its bind landed elsewhere")
 		}
 	}
-	for i, c := range sp.covers {
+	for _, c := range sp.covers {
 		f, err := look(c.Path)
 		if err != nil {
 			return changed(c.Path, fmt.Sprintf("(covered) is not where the layout put it (%v)", err))
@@ -1546,10 +1544,8 @@ func checkLayout(initPid int, sp startSpec) error {
 		if !ok || !mp {
 			return changed(c.Path, "(covered) has not its cover on it: the cover landed elsewhere")
 		}
-		if i < len(sp.coverStacks) {
-			if err := onTop(c.Path, f, sp.coverStacks[i]); err != nil {
-				return changed(c.Path, "(covered) "+err.Error())
-			}
+		if err := onTop(c.Path, f, c.host); err != nil {
+			return changed(c.Path, "(covered) "+err.Error())
 		}
 	}
 	for _, p := range sp.readOnly {
