@@ -536,3 +536,24 @@ func TestFilesGitDirectoriesOfOtherNames(t *testing.T) {
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "PROTECTED\n", r.stdout)
 }
+
+// TestFilesDenyReadUnderPrivateCache: a deny_read file inside a --ro bind
+// inside the private ~/.cache tmpfs runs and stays unreadable (a red team
+// found every such run refused: its cover was left out of the layout proof
+// and the secret itself required at its path). The race the same red team
+// won there is tested in runner (TestCoverUnderPrivateDirectory: it needs a
+// hook between the layout and bubblewrap's mounts).
+func TestFilesDenyReadUnderPrivateCache(t *testing.T) {
+	requireSeccompNotify(t)
+	home := scratchHome(t)
+	sub := filepath.Join(home, ".cache", "foo", "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "secret"), []byte("SECRET\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "other"), []byte("other\n"), 0o644))
+	r := runCordon(t, runOpts{env: homeEnv(home)}, "--ro", filepath.Join(home, ".cache", "foo"),
+		"--deny-read", filepath.Join(sub, "secret"), "--", "sh", "-c",
+		"cat "+filepath.Join(sub, "secret")+"; cat "+filepath.Join(sub, "other"))
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "other\n", r.stdout)
+	assert.Contains(t, r.stderr, "Permission denied")
+}
