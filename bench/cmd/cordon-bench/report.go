@@ -370,7 +370,7 @@ func printSessions(b *bytes.Buffer, f *sessionsResult) {
 		b.WriteString("\n")
 	}
 	if k := f.Kill; k != nil {
-		fmt.Fprintf(b, "Kill a tree of %d processes (%d shells in nested subshells, the rest `sleep`), %d run(s) each way, in rotated order; ms from the start of the kill, median (min-max):\n\n", k.Tree, k.Tree/50, k.Runs)
+		fmt.Fprintf(b, "Kill a tree of %d processes (%d shells in nested subshells, the rest `sleep`), %d run(s) each way, in shuffled order; ms from the start of the kill, median (min-max):\n\n", k.Tree, k.Tree/50, k.Runs)
 		fmt.Fprintf(b, "| | first member exited | **last member exited: zero survivors** | monitor (shim) exited: all reaped | kill returned |\n|---|---:|---:|---:|---:|\n")
 		row := func(name string, t killTimes) {
 			c := func(d dist) string { return fmt.Sprintf("%.1f (%.1f-%.1f)", d.Median, d.Min, d.Max) }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cordon-sandbox/cordon/bwrap"
 	"github.com/cordon-sandbox/cordon/runner"
+	"golang.org/x/sys/unix"
 )
 
 // runTimeout bounds one measured command: a wedged sandbox fails the harness
@@ -95,6 +98,19 @@ func newHarness(ctx context.Context, cfg config, cordonPath, goTool, floorSrc st
 		h.logf("the C floor is left out: %v", err)
 	} else {
 		h.floorV = &variant{Name: "floor", kind: kindFloor}
+	}
+	// Every binary measured starts from the page cache in the same state.
+	settle := []string{h.cordon}
+	for _, v := range h.compare {
+		settle = append(settle, v.bin)
+	}
+	if h.floorV != nil {
+		settle = append(settle, h.floor)
+	}
+	for _, p := range settle {
+		if err := settleCache(p); err != nil {
+			return nil, err
+		}
 	}
 	h.cpu = detectCPUAcct(ctx)
 	if h.cpu == nil {
@@ -410,4 +426,36 @@ func harnessBinary() (string, error) {
 		return "", fmt.Errorf("the harness binary %s is under /tmp, which the sandbox does not see: build it elsewhere (make bench does)", self)
 	}
 	return self, nil
+}
+
+// roundOrder is the order the variants run in, in round r: a shuffle, the
+// same for a given r on every run of the harness. A rotation (variant
+// (i+r)%n in slot i) made each variant follow the same one in almost every
+// round, and a cordon run measured 0.5-1.4 ms faster right after another
+// cordon build than after bubblewrap or the floor (BENCHMARKS: "the
+// harness's order"), which favoured whatever build came after the base.
+func roundOrder(n, r int) []int {
+	return rand.New(rand.NewPCG(0x636f72646f6e, uint64(r))).Perm(n)
+}
+
+// settleCache writes p's pages out, drops them from the page cache and reads
+// the file back, so that each binary measured is cached as a file read from
+// disk is. A binary just written (a fresh build, a cp) started measurably
+// faster than the same bytes read back: in one sitting a copy made minutes
+// before ran a whole `cordon -- /bin/true` 0.6 ms sooner than the file it
+// was copied from (BENCHMARKS: "the harness's order and the page cache").
+func settleCache(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	_, err = io.Copy(io.Discard, f)
+	return err
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // loopResult is one concurrency level: every variant ran the same number of
-// execs in each round, in a rotated order.
+// execs in each round, in a shuffled order (roundOrder).
 type loopResult struct {
 	Parallel    int `json:"parallel"`
 	ExecsPerRun int `json:"execs_per_run"`
@@ -119,8 +119,8 @@ func (h *harness) loops(vs []variant, p, total int) (*loopResult, error) {
 		}
 	}
 	for round := 0; round < h.cfg.Rounds; round++ {
-		for i := range vs {
-			v := vs[(i+round)%len(vs)]
+		for _, j := range roundOrder(len(vs), round) {
+			v := vs[j]
 			full, err := h.loop(v, perLoop, p)
 			if err != nil {
 				return nil, err
@@ -249,11 +249,11 @@ func (h *harness) startup(res *results) error {
 			}
 		}
 	}
-	// Each round runs every variant once, in an order rotated from round to
-	// round, so a burst of load on the machine falls on all of them.
+	// Each round runs every variant once, in an order shuffled from round
+	// to round (roundOrder), so a burst of load on the machine falls on all
+	// of them, and no variant always follows the same one.
 	for round := 0; round < h.cfg.StartupRuns; round++ {
-		for i := range vs {
-			j := (i + round) % len(vs)
+		for _, j := range roundOrder(len(vs), round) {
 			t, err := timeRun(argvs[j])
 			if err != nil {
 				return err

@@ -277,7 +277,7 @@ func (h *harness) daemonStatus() string {
 // sessionExec times one /bin/true run to completion: directly, through the
 // library in an existing session, through the library in a throwaway
 // sandbox, and as a one-shot cordon; rounds alternate the variants in a
-// rotated order.
+// shuffled order (roundOrder).
 func (h *harness) sessionExec(sr *sessionsResult, m *sandbox.Manager) error {
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Minute)
 	defer cancel()
@@ -329,8 +329,8 @@ func (h *harness) sessionExec(sr *sessionsResult, m *sandbox.Manager) error {
 		}
 	}
 	for round := 0; round < h.cfg.Rounds; round++ {
-		for i := range vs {
-			v := vs[(i+round)%len(vs)]
+		for _, j := range roundOrder(len(vs), round) {
+			v := vs[j]
 			var xs []float64
 			for range ops {
 				t0 := time.Now()
