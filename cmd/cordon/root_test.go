@@ -59,3 +59,34 @@ func TestExitCode(t *testing.T) {
 		})
 	}
 }
+
+// TestRootRuns pins which command lines build the command tree without its
+// subcommands: only "cordon [flags] -- CMD", which cannot name one. The
+// rest, a subcommand's name anywhere before "--" included, get the whole
+// tree, as does anything that does not parse.
+func TestRootRuns(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--", "/bin/true"}, true},
+		{[]string{"--policy", "p.yaml", "--deny", "git push", "--", "bash", "-c", "x"}, true},
+		{[]string{"--net=none", "--timeout", "5s", "--", "session", "ls"}, true}, // after "--": the command's words
+		{[]string{"run", "--", "x"}, false},
+		{[]string{"session", "ls"}, false},
+		{[]string{"--policy", "p.yaml", "session", "--", "x"}, false},
+		{[]string{"bash"}, false},
+		{[]string{"--"}, false},
+		{nil, false},
+		{[]string{"--help"}, false},
+		{[]string{"-h", "--", "x"}, false},
+		{[]string{"--version"}, false},
+		{[]string{"--no-such-flag", "--", "x"}, false},
+		{[]string{"--timeout", "--", "x"}, false}, // "--" taken as the value, which does not parse
+	} {
+		assert.Equal(t, tc.want, rootRuns(tc.args), "%q", tc.args)
+	}
+	// Built either way, the root runs the same command line.
+	assert.Empty(t, newRootCmd(false).Commands())
+	assert.NotEmpty(t, newRootCmd(true).Commands())
+}
