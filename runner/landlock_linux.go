@@ -237,7 +237,7 @@ func (sp *startSpec) resolveIsolation(ctx context.Context, log *slog.Logger) (st
 		return "", &SetupError{Err: fmt.Errorf("unknown isolation %q", sp.isolation)}
 	}
 	c, cached := isolation.ChooseCached(ctx)
-	sp.autoBwrap = c.Tier == isolation.Bwrap
+	sp.autoBwrap, sp.bwrap = c.Tier == isolation.Bwrap, c.Bwrap
 	log.Debug("isolation auto", "tier", c.Tier, "bwrap_failure", c.Why, "landlock_abi", c.LandlockABI, "probe_cached", cached)
 	switch c.Tier {
 	case isolation.Bwrap:

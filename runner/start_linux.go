@@ -137,6 +137,8 @@ type startSpec struct {
 	// autoBwrap: auto chose bwrap, from a probe or a remembered one
 	// (isolation.ChooseCached); set by resolveIsolation.
 	autoBwrap bool
+	// bwrap is the bubblewrap auto chose (isolation.Choice.Bwrap), or "".
+	bwrap string
 	// box shapes the sandbox (its Dir, binds, network and hidden paths).
 	box bwrap.Spec
 	// exe is the binary that plays the init; empty means this executable.
@@ -386,8 +388,11 @@ func startSandboxOnce(ctx context.Context, sp startSpec, hidden *[]string) (*San
 	first := []string{exe, InitArg}
 	var bw string
 	if sp.isolation == IsolationBwrap {
-		if bw, err = bwrap.Find(); err != nil {
-			return nil, &SetupError{Err: err}
+		// Auto found it already, and probed it or keyed the probe on it.
+		if bw = sp.bwrap; bw == "" {
+			if bw, err = bwrap.Find(); err != nil {
+				return nil, &SetupError{Err: err}
+			}
 		}
 		first = []string{bw, "--args", strconv.Itoa(argsFD), "--", exe, InitArg}
 	}

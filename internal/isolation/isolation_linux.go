@@ -38,6 +38,9 @@ type Choice struct {
 	// Root says Landlock works but auto refuses it because cordon runs
 	// as root (see Choose).
 	Root bool
+	// Bwrap, when Tier is Bwrap, is the bubblewrap found (bwrap.Find) and
+	// probed or keyed: the run starts this one, without a second search.
+	Bwrap string
 }
 
 // Note is the one line a run prints when auto steps down to Landlock.
@@ -82,9 +85,9 @@ const probeTimeout = 5 * time.Second
 // probe succeeds, else landlock when the kernel has it, else none ("").
 func Choose(ctx context.Context) Choice {
 	c := Choice{LandlockABI: LandlockABI()}
-	err := probeBwrap(ctx)
+	bw, err := probeBwrap(ctx)
 	if err == nil {
-		c.Tier = Bwrap
+		c.Tier, c.Bwrap = Bwrap, bw
 		return c
 	}
 	c.Why, c.Fix = diagnose(err, hostFacts())
@@ -114,13 +117,15 @@ var errNoBwrap = errors.New("bwrap is not on PATH")
 // in (Find runs none a test could write).
 var findBwrap = bwrap.Find
 
-func probeBwrap(ctx context.Context) error {
+// probeBwrap finds bubblewrap and makes a sandbox with it; it returns the
+// bubblewrap it ran.
+func probeBwrap(ctx context.Context) (string, error) {
 	bw, err := findBwrap()
 	if errors.Is(err, bwrap.ErrNotFound) {
-		return errNoBwrap
+		return "", errNoBwrap
 	}
 	if err != nil {
-		return err // bwrap.ErrUntrusted: diagnose says what to do
+		return "", err // bwrap.ErrUntrusted: diagnose says what to do
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -138,7 +143,7 @@ func probeBwrap(ctx context.Context) error {
 	runErr := cmd.Run()
 	msg := strings.TrimSpace(stderr.String())
 	if runErr == nil {
-		return nil
+		return bw, nil
 	}
 	if msg == "" {
 		msg = runErr.Error()
@@ -146,7 +151,7 @@ func probeBwrap(ctx context.Context) error {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	return errors.New(msg)
+	return "", errors.New(msg)
 }
 
 // facts are what decides the fix for this host.

@@ -107,7 +107,7 @@ func ChooseCached(ctx context.Context) (c Choice, cached bool) {
 	key, kerr := probeKey(bw)
 	if perr == nil && kerr == nil {
 		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == key {
-			return Choice{Tier: Bwrap, LandlockABI: LandlockABI()}, true
+			return Choice{Tier: Bwrap, LandlockABI: LandlockABI(), Bwrap: bw}, true
 		}
 	}
 	c = Choose(ctx)

@@ -2,6 +2,7 @@ package isolation
 
 import (
 	"context"
+	"github.com/cordon-sandbox/cordon/bwrap"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,14 +23,18 @@ func TestChooseCachedRemembersSuccess(t *testing.T) {
 	path, err := probeCachePath()
 	require.NoError(t, err)
 
+	bw, err := bwrap.Find()
+	require.NoError(t, err)
 	c, cached := ChooseCached(ctx)
 	require.Equal(t, Bwrap, c.Tier, "bwrap works here (RequireBwrap), so the probe succeeds: %s", c.Why)
 	assert.False(t, cached)
+	assert.Equal(t, bw, c.Bwrap, "the bubblewrap probed is the one the run starts")
 	require.FileExists(t, path)
 
 	c, cached = ChooseCached(ctx)
 	assert.Equal(t, Bwrap, c.Tier)
 	assert.True(t, cached, "the second run takes the remembered probe")
+	assert.Equal(t, bw, c.Bwrap, "the bubblewrap the key was made from")
 
 	// A stale entry (any part of the key changed) is not taken, and is
 	// replaced by the fresh probe's.
