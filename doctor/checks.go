@@ -610,3 +610,52 @@ func isolationChecks(checks []Check, c isolation.Choice) []Check {
 	}
 	return append(checks, ll, iso)
 }
+
+// gitFacts is what Run found out about the user's git: whether it is
+// installed, and safe.bareRepository as git reads it from the user's and
+// the system's configuration (a repository's own config cannot set it).
+type gitFacts struct {
+	Missing bool   // no git on PATH
+	Value   string // safe.bareRepository, "" when unset
+	Err     error  // git config failed otherwise
+}
+
+// gitBareReposFix is the one command that makes the git-bare-repos row ok.
+const gitBareReposFix = "git config --global safe.bareRepository explicit"
+
+// gitBareReposCheck warns unless git refuses bare repositories it finds by
+// itself. A sandboxed run may write its working tree, and cordon refuses
+// only new .git names: a directory given HEAD, objects/ and refs/ is a
+// repository git takes for its own when run in that directory or below
+// it, ahead of the project's .git, and git then runs what that directory's
+// config says (core.fsmonitor, a hook path) on the host. With
+// safe.bareRepository set to explicit, git uses such a directory only when
+// told to (--git-dir, GIT_DIR). The row never fails: cordon runs either
+// way.
+func gitBareReposCheck(f gitFacts) Check {
+	c := Check{Name: CheckGitBareRepos}
+	switch {
+	case f.Missing:
+		c.Status = StatusOK
+		c.Detail = "git is not installed: nothing runs a repository a sandboxed run could create"
+	case f.Err != nil:
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("cannot read git's safe.bareRepository (%v); unless it is explicit, git run later in a directory a "+
+			"sandboxed run gave HEAD, objects/ and refs/ uses that directory's config (core.fsmonitor runs a command)", f.Err)
+		c.Fix = gitBareReposFix
+	case strings.EqualFold(f.Value, "explicit"):
+		c.Status = StatusOK
+		c.Detail = "safe.bareRepository is explicit: git uses no repository a sandboxed run creates under a name other than .git"
+	default:
+		v := f.Value
+		if v == "" {
+			v = "unset: all, git's default"
+		}
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("safe.bareRepository is %s: a sandboxed run can make a directory of its working tree a repository "+
+			"(HEAD, objects/, refs/ and a config; cordon refuses only the name .git), and git run in that directory or below it "+
+			"later uses it ahead of the project's .git, running what its config says (core.fsmonitor) on the host", v)
+		c.Fix = gitBareReposFix
+	}
+	return c
+}

@@ -511,3 +511,31 @@ func TestReport(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(b.String(), "see notify-listener"), "a shared fix is listed once")
 	assert.Contains(t, b.String(), "  seccomp-notify (FAIL), fd-sync-wake-up (warn):\n      see notify-listener\n")
 }
+
+func TestGitBareReposCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		f      gitFacts
+		status Status
+		detail string
+	}{
+		{"no git", gitFacts{Missing: true}, StatusOK, "git is not installed"},
+		{"unset", gitFacts{}, StatusWarn, "safe.bareRepository is unset: all, git's default"},
+		{"all", gitFacts{Value: "all"}, StatusWarn, "safe.bareRepository is all:"},
+		{"explicit", gitFacts{Value: "explicit"}, StatusOK, "safe.bareRepository is explicit"},
+		{"any case", gitFacts{Value: "Explicit"}, StatusOK, "safe.bareRepository is explicit"},
+		{"unreadable", gitFacts{Err: errors.New("exit status 3")}, StatusWarn, "cannot read git's safe.bareRepository (exit status 3)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := gitBareReposCheck(tc.f)
+			assert.Equal(t, CheckGitBareRepos, c.Name)
+			assert.Equal(t, tc.status, c.Status)
+			assert.Contains(t, c.Detail, tc.detail)
+			if tc.status == StatusOK {
+				assert.Empty(t, c.Fix)
+			} else {
+				assert.Equal(t, "git config --global safe.bareRepository explicit", c.Fix)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,7 @@ func Run(ctx context.Context, opts Options) Report {
 	}
 	yama := readTrimmed("/proc/sys/kernel/yama/ptrace_scope")
 	cg := probeCgroup()
+	gf := probeGit(ctx, timeout, os.Environ())
 	wg.Wait()
 
 	checks := []Check{wslCheck(wsl, release), kernelCheck(release)}
@@ -83,7 +85,53 @@ func Run(ctx context.Context, opts Options) Report {
 	)
 	checks = verificationChecks(checks, sf)
 	checks = isolationChecks(checks, isolation.Choose(ctx))
+	checks = append(checks, gitBareReposCheck(gf))
 	return newReport(checks, sf)
+}
+
+// gitConfigEnv are the variables that decide which configuration files git
+// reads, passed to probeGit's git as the user's git gets them; nothing else
+// of the environment is.
+var gitConfigEnv = []string{"HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"}
+
+// probeGit reads safe.bareRepository as the user's git would: from the
+// user's configuration, else the system's (a repository's own config does
+// not count for this setting), with env's variables that locate them.
+func probeGit(ctx context.Context, timeout time.Duration, env []string) gitFacts {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return gitFacts{Missing: true}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var genv []string
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && slices.Contains(gitConfigEnv, k) {
+			genv = append(genv, kv)
+		}
+	}
+	for _, scope := range []string{"--global", "--system"} {
+		cmd := exec.CommandContext(ctx, git, "config", "--includes", scope, "--get", "safe.bareRepository")
+		cmd.Dir, cmd.Env = "/", genv
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.WaitDelay = 100 * time.Millisecond
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return gitFacts{Err: fmt.Errorf("git config: %w after %v", errProbeTimeout, timeout)}
+		case errors.As(err, &ee) && ee.ExitCode() == 1:
+			continue // not set at this level
+		case err != nil:
+			if msg := strings.TrimSpace(stderr.String()); msg != "" {
+				err = fmt.Errorf("%w: %s", err, msg)
+			}
+			return gitFacts{Err: fmt.Errorf("git config %s: %w", scope, err)}
+		}
+		return gitFacts{Value: strings.TrimSpace(string(out))}
+	}
+	return gitFacts{}
 }
 
 // readTrimmed returns a /proc or /sys file's content, or "" if it is absent.

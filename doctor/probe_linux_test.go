@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -182,7 +183,7 @@ func TestRunOnHost(t *testing.T) {
 	t.Logf("Run took %v:\n%s", elapsed, out)
 
 	want := []string{CheckWSL, CheckKernel, CheckNotifyListener, CheckSeccompNotify, CheckNotifyContinue,
-		CheckTSyncListener, CheckWaitKillableRecv, CheckFDSyncWakeUp, CheckUserNS, CheckBwrap, CheckPtrace, CheckCgroup2, CheckVerification, CheckLandlock, CheckIsolation}
+		CheckTSyncListener, CheckWaitKillableRecv, CheckFDSyncWakeUp, CheckUserNS, CheckBwrap, CheckPtrace, CheckCgroup2, CheckVerification, CheckLandlock, CheckIsolation, CheckGitBareRepos}
 	var got []string
 	for _, c := range r.Checks {
 		got = append(got, c.Name)
@@ -214,4 +215,31 @@ func TestRunReportsMissingBwrap(t *testing.T) {
 	assert.Equal(t, StatusFail, c.Status)
 	assert.Contains(t, c.Fix, "apt-get install bubblewrap")
 	assert.False(t, r.OK, "without bwrap cordon cannot run")
+}
+
+// probeGit reads the setting as the user's git does: the user's
+// configuration (includes followed) over the system's, located by the
+// environment given, nothing else of it.
+func TestProbeGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	ctx := context.Background()
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
+	assert.Equal(t, gitFacts{}, probeGit(ctx, 5*time.Second, env), "unset")
+
+	inc := filepath.Join(home, "safe.inc")
+	require.NoError(t, os.WriteFile(inc, []byte("[safe]\n\tbareRepository = explicit\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = "+inc+"\n"), 0o644))
+	assert.Equal(t, gitFacts{Value: "explicit"}, probeGit(ctx, 5*time.Second, env), "set through an include")
+
+	other := filepath.Join(t.TempDir(), "cfg")
+	require.NoError(t, os.WriteFile(other, []byte("[safe]\n\tbareRepository = all\n"), 0o644))
+	assert.Equal(t, gitFacts{Value: "all"}, probeGit(ctx, 5*time.Second, append(env, "GIT_CONFIG_GLOBAL="+other)),
+		"GIT_CONFIG_GLOBAL decides, as for the user's git")
+
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[safe\n"), 0o644))
+	f := probeGit(ctx, 5*time.Second, env)
+	assert.Error(t, f.Err, "a configuration git cannot read is said, not taken for unset")
 }

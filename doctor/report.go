@@ -37,6 +37,7 @@ const (
 	CheckCgroup2          = "cgroup2"
 	CheckLandlock         = "landlock"
 	CheckIsolation        = "isolation"
+	CheckGitBareRepos     = "git-bare-repos"
 )
 
 // Check is one row of the report.

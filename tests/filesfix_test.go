@@ -557,3 +557,47 @@ func TestFilesDenyReadUnderPrivateCache(t *testing.T) {
 	assert.Equal(t, "other\n", r.stdout)
 	assert.Contains(t, r.stderr, "Permission denied")
 }
+
+// TestFilesRepositoryOfAnotherNameIsOpen pins the class the README lists as
+// still open, and what closes it on the host. A run may give a directory
+// of its working tree HEAD, objects/, refs/ and a config (only the name
+// .git is refused at creation): git run later in that directory, or below
+// it, takes it for its repository ahead of the project's .git and runs its
+// core.fsmonitor. With safe.bareRepository = explicit in the user's git
+// configuration (what cordon doctor's git-bare-repos row says to set), git
+// refuses it.
+func TestFilesRepositoryOfAnotherNameIsOpen(t *testing.T) {
+	requireSeccompNotify(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	root := t.TempDir()
+	out, err := exec.Command("git", "init", "-q", root).CombinedOutput()
+	require.NoError(t, err, string(out))
+	marker := filepath.Join(t.TempDir(), "fsmonitor-ran")
+	r := runCordon(t, runOpts{dir: root}, "--", "sh", "-c",
+		`mkdir -p src/sub src/objects src/refs && echo 'ref: refs/heads/main' > src/HEAD && `+
+			`printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "touch `+marker+`; false"\n' > src/config && echo MADE`)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "MADE\n", r.stdout, "the open class: the run can make the repository")
+
+	hostGit := func(gitconfig string) (string, error) {
+		home := t.TempDir()
+		if gitconfig != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
+		}
+		cmd := exec.Command("git", "status")
+		cmd.Dir = filepath.Join(root, "src", "sub")
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1"}
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	_, _ = hostGit("")
+	assert.FileExists(t, marker, "with git's default the host's git ran the run's core.fsmonitor: the class is open (README)")
+	require.NoError(t, os.RemoveAll(marker))
+
+	msg, err := hostGit("[safe]\n\tbareRepository = explicit\n")
+	assert.Error(t, err)
+	assert.Contains(t, msg, "cannot use bare repository")
+	assert.NoFileExists(t, marker, "with safe.bareRepository = explicit the host's git refuses the repository")
+}

@@ -38,8 +38,11 @@ supports and what is missing, with the fix for each:
   root can change), its version and a real sandbox run; Yama's
   ptrace scope (without ptrace cordon uses strict mode); WSL1/WSL2; cgroup v2;
   the kernel's Landlock ABI and what the landlock tier cannot restrict at it;
-  and the isolation tier each run gets with --isolation auto (bwrap, or
-  landlock with why bubblewrap cannot run here and the fix, or refused).
+  the isolation tier each run gets with --isolation auto (bwrap, or
+  landlock with why bubblewrap cannot run here and the fix, or refused);
+  and whether your git refuses repositories it finds by themselves
+  (safe.bareRepository explicit), which a sandboxed run could make in its
+  working tree under another name than .git.
 
 doctor changes nothing on the host. It exits 0 when cordon can run (no FAIL
 row) and 1 otherwise; rows marked warn name a degraded mode or a caveat.`,
