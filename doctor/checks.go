@@ -612,15 +612,18 @@ func isolationChecks(checks []Check, c isolation.Choice) []Check {
 }
 
 // gitFacts is what Run found out about the user's git: whether it is
-// installed, and safe.bareRepository as git reads it from the user's and
-// the system's configuration (a repository's own config cannot set it).
+// installed, its version, and safe.bareRepository as git reads it (the
+// last value in the system, global and command scopes: a repository's own
+// config cannot set it).
 type gitFacts struct {
 	Missing bool   // no git on PATH
+	Version string // "2.39.5" (git version's words after "git version")
 	Value   string // safe.bareRepository, "" when unset
-	Err     error  // git config failed otherwise
+	Err     error  // git version or git config failed otherwise
 }
 
-// gitBareReposFix is the one command that makes the git-bare-repos row ok.
+// gitBareReposFix is the one command that makes the git-bare-repos row ok
+// (with git 2.38 or newer).
 const gitBareReposFix = "git config --global safe.bareRepository explicit"
 
 // gitBareReposCheck warns unless git refuses bare repositories it finds by
@@ -628,34 +631,44 @@ const gitBareReposFix = "git config --global safe.bareRepository explicit"
 // only new .git names: a directory given HEAD, objects/ and refs/ is a
 // repository git takes for its own when run in that directory or below
 // it, ahead of the project's .git, and git then runs what that directory's
-// config says (core.fsmonitor, a hook path) on the host. With
-// safe.bareRepository set to explicit, git uses such a directory only when
+// config says (core.fsmonitor) on the host. With safe.bareRepository set
+// to explicit (git 2.38 and newer), git uses such a directory only when
 // told to (--git-dir, GIT_DIR). The row never fails: cordon runs either
 // way.
 func gitBareReposCheck(f gitFacts) Check {
 	c := Check{Name: CheckGitBareRepos}
+	const attack = "git run later in a directory a sandboxed run gave HEAD, objects/ and refs/ (cordon refuses only the name .git), " +
+		"or below it, takes it for its repository ahead of the project's .git and runs what its config says (core.fsmonitor) on the host"
+	v, verr := parseKernelRelease(f.Version) // the same MAJOR.MINOR prefix
 	switch {
 	case f.Missing:
 		c.Status = StatusOK
 		c.Detail = "git is not installed: nothing runs a repository a sandboxed run could create"
+		return c
 	case f.Err != nil:
 		c.Status = StatusWarn
-		c.Detail = fmt.Sprintf("cannot read git's safe.bareRepository (%v); unless it is explicit, git run later in a directory a "+
-			"sandboxed run gave HEAD, objects/ and refs/ uses that directory's config (core.fsmonitor runs a command)", f.Err)
-		c.Fix = gitBareReposFix
-	case strings.EqualFold(f.Value, "explicit"):
+		c.Detail = fmt.Sprintf("cannot read git's safe.bareRepository (%v); unless it is explicit, %s", f.Err, attack)
+	case verr != nil:
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("cannot tell git's version from %q: unless it is 2.38 or newer with safe.bareRepository explicit, %s", f.Version, attack)
+	case !v.atLeast(2, 38):
+		c.Status = StatusWarn
+		c.Detail = fmt.Sprintf("git %s has no safe.bareRepository (git 2.38 and newer): %s; upgrade git, then set it", f.Version, attack)
+	case f.Value == "explicit":
 		c.Status = StatusOK
-		c.Detail = "safe.bareRepository is explicit: git uses no repository a sandboxed run creates under a name other than .git"
+		c.Detail = "safe.bareRepository is explicit: git takes no bare repository it finds by itself (it needs --git-dir or GIT_DIR), " +
+			"which a directory a sandboxed run gives HEAD, objects/ and refs/ is (git 2.45 and newer still take one inside a .git's " +
+			"worktrees/ or modules/)"
+		return c
 	default:
-		v := f.Value
-		if v == "" {
-			v = "unset: all, git's default"
+		val := f.Value
+		if val == "" {
+			val = "unset (all, git's default)"
 		}
 		c.Status = StatusWarn
-		c.Detail = fmt.Sprintf("safe.bareRepository is %s: a sandboxed run can make a directory of its working tree a repository "+
-			"(HEAD, objects/, refs/ and a config; cordon refuses only the name .git), and git run in that directory or below it "+
-			"later uses it ahead of the project's .git, running what its config says (core.fsmonitor) on the host", v)
-		c.Fix = gitBareReposFix
+		c.Detail = fmt.Sprintf("safe.bareRepository is %s: %s; explicit stops that (before git 2.45 it also stops git run with its "+
+			"working directory inside a .git directory)", val, attack)
 	}
+	c.Fix = gitBareReposFix
 	return c
 }

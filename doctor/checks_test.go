@@ -520,11 +520,15 @@ func TestGitBareReposCheck(t *testing.T) {
 		detail string
 	}{
 		{"no git", gitFacts{Missing: true}, StatusOK, "git is not installed"},
-		{"unset", gitFacts{}, StatusWarn, "safe.bareRepository is unset: all, git's default"},
-		{"all", gitFacts{Value: "all"}, StatusWarn, "safe.bareRepository is all:"},
-		{"explicit", gitFacts{Value: "explicit"}, StatusOK, "safe.bareRepository is explicit"},
-		{"any case", gitFacts{Value: "Explicit"}, StatusOK, "safe.bareRepository is explicit"},
-		{"unreadable", gitFacts{Err: errors.New("exit status 3")}, StatusWarn, "cannot read git's safe.bareRepository (exit status 3)"},
+		{"unset", gitFacts{Version: "2.39.5"}, StatusWarn, "safe.bareRepository is unset (all, git's default): git run later"},
+		{"all", gitFacts{Version: "2.39.5", Value: "all"}, StatusWarn, "safe.bareRepository is all:"},
+		{"explicit", gitFacts{Version: "2.39.5", Value: "explicit"}, StatusOK, "safe.bareRepository is explicit: git takes no bare repository"},
+		{"another vendor's version", gitFacts{Version: "2.45.2 (Apple Git-154)", Value: "explicit"}, StatusOK, "is explicit"},
+		// git stops at a value it does not know: not what the row says is ok.
+		{"not git's spelling", gitFacts{Version: "2.39.5", Value: "Explicit"}, StatusWarn, "safe.bareRepository is Explicit:"},
+		{"git without the setting", gitFacts{Version: "2.34.1", Value: "explicit"}, StatusWarn, "git 2.34.1 has no safe.bareRepository (git 2.38 and newer)"},
+		{"a version not understood", gitFacts{Version: "unknown", Value: "explicit"}, StatusWarn, `cannot tell git's version from "unknown"`},
+		{"unreadable", gitFacts{Version: "2.39.5", Err: errors.New("exit status 3")}, StatusWarn, "cannot read git's safe.bareRepository (exit status 3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := gitBareReposCheck(tc.f)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,14 +88,25 @@ func Run(ctx context.Context, opts Options) Report {
 	return newReport(checks, sf)
 }
 
-// gitConfigEnv are the variables that decide which configuration files git
-// reads, passed to probeGit's git as the user's git gets them; nothing else
-// of the environment is.
-var gitConfigEnv = []string{"HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"}
+// gitConfigEnv are the variables that decide which configuration git reads
+// (the files, and settings given in the environment), passed to probeGit's
+// git as the user's git gets them; nothing else of the environment is.
+func gitConfigEnv(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	switch k {
+	case "HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+		"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT":
+		return true
+	}
+	return strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_")
+}
 
-// probeGit reads safe.bareRepository as the user's git would: from the
-// user's configuration, else the system's (a repository's own config does
-// not count for this setting), with env's variables that locate them.
+// probeGit reads safe.bareRepository as the user's git does: git itself
+// reads every configuration it would (system, XDG and ~/.gitconfig in its
+// order, includes, GIT_CONFIG_NOSYSTEM), and only the scopes git honours
+// for this setting count (system, global, command: a repository's own
+// config cannot set it), the last one read winning. It also reads git's
+// version: git before 2.38 has no such setting.
 func probeGit(ctx context.Context, timeout time.Duration, env []string) gitFacts {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -106,32 +116,47 @@ func probeGit(ctx context.Context, timeout time.Duration, env []string) gitFacts
 	defer cancel()
 	var genv []string
 	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); ok && slices.Contains(gitConfigEnv, k) {
+		if gitConfigEnv(kv) {
 			genv = append(genv, kv)
 		}
 	}
-	for _, scope := range []string{"--global", "--system"} {
-		cmd := exec.CommandContext(ctx, git, "config", "--includes", scope, "--get", "safe.bareRepository")
+	run := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, git, args...)
 		cmd.Dir, cmd.Env = "/", genv
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		cmd.WaitDelay = 100 * time.Millisecond
 		out, err := cmd.Output()
-		var ee *exec.ExitError
-		switch {
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return gitFacts{Err: fmt.Errorf("git config: %w after %v", errProbeTimeout, timeout)}
-		case errors.As(err, &ee) && ee.ExitCode() == 1:
-			continue // not set at this level
-		case err != nil:
-			if msg := strings.TrimSpace(stderr.String()); msg != "" {
-				err = fmt.Errorf("%w: %s", err, msg)
-			}
-			return gitFacts{Err: fmt.Errorf("git config %s: %w", scope, err)}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("git %s: %w after %v", args[0], errProbeTimeout, timeout)
 		}
-		return gitFacts{Value: strings.TrimSpace(string(out))}
+		if msg := strings.TrimSpace(stderr.String()); err != nil && msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return string(out), err
 	}
-	return gitFacts{}
+	out, err := run("version")
+	if err != nil {
+		return gitFacts{Err: fmt.Errorf("git version: %w", err)}
+	}
+	f := gitFacts{Version: strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "git version"))}
+	out, err = run("config", "--includes", "--show-scope", "--get-all", "safe.bareRepository")
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return f // set nowhere
+	case err != nil:
+		f.Err = fmt.Errorf("git config: %w", err)
+		return f
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		scope, value, _ := strings.Cut(line, "\t")
+		switch scope {
+		case "system", "global", "command":
+			f.Value = value
+		}
+	}
+	return f
 }
 
 // readTrimmed returns a /proc or /sys file's content, or "" if it is absent.

@@ -217,29 +217,53 @@ func TestRunReportsMissingBwrap(t *testing.T) {
 	assert.False(t, r.OK, "without bwrap cordon cannot run")
 }
 
-// probeGit reads the setting as the user's git does: the user's
-// configuration (includes followed) over the system's, located by the
-// environment given, nothing else of it.
+// probeGit reads the setting as the user's git does: every file git reads
+// in git's order (system, XDG, ~/.gitconfig; includes followed), located by
+// the environment given and nothing else of it, only the scopes git
+// honours for this setting.
 func TestProbeGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("git is needed: %v", err)
 	}
 	ctx := context.Background()
-	home := t.TempDir()
-	env := []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1"}
-	assert.Equal(t, gitFacts{}, probeGit(ctx, 5*time.Second, env), "unset")
+	write := func(p, body string) string {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	home, xdg := t.TempDir(), t.TempDir()
+	explicit, all := "[safe]\n\tbareRepository = explicit\n", "[safe]\n\tbareRepository = all\n"
+	system := write(filepath.Join(t.TempDir(), "gitconfig"), explicit)
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + xdg, "GIT_CONFIG_SYSTEM=/dev/null"}
+	probe := func(env ...string) gitFacts {
+		f := probeGit(ctx, 5*time.Second, env)
+		require.NoError(t, f.Err)
+		assert.NotEmpty(t, f.Version)
+		return f
+	}
+	assert.Empty(t, probe(env...).Value, "set nowhere")
 
-	inc := filepath.Join(home, "safe.inc")
-	require.NoError(t, os.WriteFile(inc, []byte("[safe]\n\tbareRepository = explicit\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = "+inc+"\n"), 0o644))
-	assert.Equal(t, gitFacts{Value: "explicit"}, probeGit(ctx, 5*time.Second, env), "set through an include")
-
-	other := filepath.Join(t.TempDir(), "cfg")
-	require.NoError(t, os.WriteFile(other, []byte("[safe]\n\tbareRepository = all\n"), 0o644))
-	assert.Equal(t, gitFacts{Value: "all"}, probeGit(ctx, 5*time.Second, append(env, "GIT_CONFIG_GLOBAL="+other)),
+	inc := write(filepath.Join(home, "safe.inc"), explicit)
+	write(filepath.Join(home, ".gitconfig"), "[include]\n\tpath = "+inc+"\n")
+	assert.Equal(t, "explicit", probe(env...).Value, "set through an include")
+	assert.Equal(t, "all", probe(append(env, "GIT_CONFIG_GLOBAL="+write(filepath.Join(t.TempDir(), "cfg"), all))...).Value,
 		"GIT_CONFIG_GLOBAL decides, as for the user's git")
 
-	require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[safe\n"), 0o644))
-	f := probeGit(ctx, 5*time.Second, env)
+	// git reads the XDG file before ~/.gitconfig, and both: the XDG file's
+	// value stands over the system's when ~/.gitconfig says nothing (git
+	// config --global alone reads only ~/.gitconfig when it exists).
+	write(filepath.Join(home, ".gitconfig"), "[user]\n\tname = x\n")
+	write(filepath.Join(xdg, "git", "config"), all)
+	sysEnv := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + xdg, "GIT_CONFIG_SYSTEM=" + system}
+	assert.Equal(t, "all", probe(sysEnv...).Value, "the XDG file over the system's")
+	require.NoError(t, os.Remove(filepath.Join(xdg, "git", "config")))
+	assert.Equal(t, "explicit", probe(sysEnv...).Value, "the system's")
+	assert.Empty(t, probe(append(sysEnv, "GIT_CONFIG_NOSYSTEM=1")...).Value, "GIT_CONFIG_NOSYSTEM: the system's is not read")
+	assert.Equal(t, "explicit", probe("GIT_CONFIG_SYSTEM="+system).Value, "no HOME: git reads no global file, and that is no error")
+	assert.Equal(t, "all", probe(append(sysEnv, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=all")...).Value,
+		"settings given in the environment count, as for the user's git")
+
+	write(filepath.Join(home, ".gitconfig"), "[safe\n")
+	f := probeGit(ctx, 5*time.Second, sysEnv)
 	assert.Error(t, f.Err, "a configuration git cannot read is said, not taken for unset")
 }

@@ -438,7 +438,7 @@ func roundOrder(n, r int) []int {
 	return rand.New(rand.NewPCG(0x636f72646f6e, uint64(r))).Perm(n)
 }
 
-// settleCache writes p's pages out, drops them from the page cache and reads
+// settleCache syncs p, drops its pages from the page cache and reads
 // the file back, so that each binary measured is cached as a file read from
 // disk is. A binary just written (a fresh build, a cp) started measurably
 // faster than the same bytes read back: in one sitting a copy made minutes
