@@ -511,7 +511,7 @@ func pin(binds []bind, paths []string, self bool) []bind {
 		holder := -1
 		for i, b := range binds {
 			bp := filepath.Clean(b.path)
-			if (p == bp || strings.HasPrefix(p, strings.TrimSuffix(bp, "/")+"/")) &&
+			if (p == bp || strictlyUnder(p, bp)) &&
 				(holder < 0 || b.depth() >= binds[holder].depth()) {
 				holder = i
 			}

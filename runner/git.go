@@ -182,7 +182,7 @@ func inTrees(trees []string) func(string) bool {
 	}
 	return func(p string) bool {
 		for _, w := range real {
-			if within(p, w) {
+			if under(p, w) {
 				return true
 			}
 		}
@@ -271,11 +271,6 @@ func resolveFrom(base, target string) (string, error) {
 		return "", fmt.Errorf("resolving %s: %w", target, err)
 	}
 	return filepath.Clean(r), nil
-}
-
-// within reports whether p is root or lies below it.
-func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // isGitdir reports whether d has what every git directory has.

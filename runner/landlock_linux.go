@@ -348,7 +348,7 @@ func landlockKeepsOwnState(box bwrap.Spec) error {
 		o = canonicalPath(o)
 		for _, w := range writable {
 			w = canonicalPath(w)
-			if o == w || strings.HasPrefix(o, strings.TrimSuffix(w, "/")+"/") {
+			if under(o, w) {
 				return &SetupError{Err: fmt.Errorf("the landlock tier cannot keep %s read-only inside the writable %s (cordon's trust store or daemon state: a command could choose the next run's policy)", o, w),
 					Hint: "run from a directory below it (a project, not your home directory), or make bubblewrap work here (cordon doctor says how)"}
 			}

@@ -116,7 +116,7 @@ func policyPaths(spec bwrap.Spec) []string {
 	}
 	for _, w := range writable {
 		w = filepath.Clean(w)
-		if dir == w || strings.HasPrefix(dir, strings.TrimSuffix(w, "/")+"/") {
+		if under(dir, w) {
 			_ = os.MkdirAll(dir, 0o700)
 			break
 		}
