@@ -81,6 +81,27 @@ func Find() (string, error) {
 // directory or --rw path may lie under /usr (a container's /usr/src/app).
 var rootDirs = []string{"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/nix/store/", "/gnu/store/"}
 
+// RootDirHeld says where a sandbox run by root, writing the real path w
+// (a working directory or a writable bind, symlinks resolved), could leave
+// a bubblewrap Find would take: w is, holds or lies inside a store of
+// rootDirs, holds one of the others, or is the bwrap in one. It returns
+// that directory, or "". For any other user a sandbox's files are that
+// user's, and Find takes none of them.
+func RootDirHeld(w string) string {
+	w = filepath.Clean(w)
+	for _, d := range rootDirs {
+		store := strings.HasSuffix(d, "/store/")
+		d = filepath.Clean(d)
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real // /bin is /usr/bin on a merged /usr
+		}
+		if strictlyUnder(d, w) || w == d || (store && strictlyUnder(w, d)) || w == filepath.Join(d, "bwrap") {
+			return d
+		}
+	}
+	return ""
+}
+
 // trusted returns p's resolved path when it is bubblewrap that only root
 // can change: an ELF file named bwrap (a root-owned program of another
 // name reached through a planted symlink, mvn or npx reading the working

@@ -523,3 +523,27 @@ func TestSpecArgsHiddenParentsPinned(t *testing.T) {
 	assert.Contains(t, joined, "--ro-bind /dev/null /w/a/b/sock")
 	assert.ElementsMatch(t, []string{"/w", "/w/rt", "/w/a", "/w/a/b"}, s.WritablePaths())
 }
+
+// TestRootDirHeld: which writable trees a root sandbox could leave a
+// bubblewrap in that Find would take (see Find's rootDirs).
+func TestRootDirHeld(t *testing.T) {
+	usrBin, err := filepath.EvalSymlinks("/usr/bin")
+	require.NoError(t, err)
+	for w, want := range map[string]string{
+		"/usr/bin":       usrBin,
+		"/usr/bin/":      usrBin,
+		"/usr/bin/bwrap": usrBin,
+		"/usr":           usrBin,
+		"/":              usrBin,
+		"/nix/store/abc": "/nix/store",
+		"/nix":           "/nix/store",
+		"/gnu/store/x/y": "/gnu/store",
+		"/usr/bin/sub":   "", // Find takes only a direct entry of /usr/bin
+		"/usr/local":     "",
+		"/usr/local/bin": "",
+		"/work/project":  "",
+		"/usr/binx":      "",
+	} {
+		assert.Equal(t, want, RootDirHeld(w), "%s", w)
+	}
+}

@@ -810,6 +810,21 @@ func (sp *startSpec) argv(bw, exe string) ([]string, error) {
 	// Resolved again with what the files policy added (allow_write,
 	// read_only, nested repositories' binds).
 	box = canonicalBox(box)
+	if os.Geteuid() == 0 {
+		// A root sandbox's files are root's: written where bwrap.Find
+		// looks, the next run would start one outside any sandbox.
+		writable := box.RW
+		if box.Dir != "" && box.Dir != "/" {
+			writable = append([]string{box.Dir}, writable...)
+		}
+		for _, w := range writable {
+			if d := bwrap.RootDirHeld(w); d != "" {
+				return nil, inputError(fmt.Errorf("%s would be writable in the sandbox, and %s is where cordon run by root takes bubblewrap from: "+
+					"a run could leave one there that the next starts outside any sandbox", w, d),
+					"run from, and bind, a directory that is not a system one, or run cordon as another user")
+			}
+		}
+	}
 	if sp.isolation == IsolationLandlock {
 		// The same layout, enforced by the ruleset (sp.landlock) and the
 		// supervisor's refusal of protected names.

@@ -145,3 +145,43 @@ func TestDoctorRunsTheSystemsTrue(t *testing.T) {
 	assert.Contains(t, r.stdout+r.stderr, "ran true in a sandbox")
 	assert.NoFileExists(t, marker, "doctor ran the planted true")
 }
+
+// TestSecurityRootSandboxCannotWriteWhereBwrapIsFound: run by root, cordon
+// takes bubblewrap from the system's directories (/usr/bin, /usr/sbin, /bin,
+// /sbin, the nix and guix stores), where a root sandbox's files look like
+// the system's. A red team gave one run --rw /usr/sbin, copied its own
+// program there as bwrap, and the next cordon started it outside any
+// sandbox (/usr/sbin comes before /usr/bin on root's PATH). A writable
+// tree that is, holds or lies inside such a directory (a store), or is the
+// bwrap in one, is refused before anything runs. The probe here writes a
+// marker of another name, so the host's bubblewrap is never at stake.
+func TestSecurityRootSandboxCannotWriteWhereBwrapIsFound(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only cordon run by root takes bubblewrap from the system's directories; for others a sandbox's files are never root's")
+	}
+	for _, c := range []struct {
+		name string
+		dir  string
+		args []string
+		mark string
+	}{
+		{"--rw /usr/sbin", "", []string{"--rw", "/usr/sbin"}, "/usr/sbin"},
+		{"--rw /sbin (a link on merged /usr)", "", []string{"--rw", "/sbin"}, "/sbin"},
+		{"--rw /usr", "", []string{"--rw", "/usr"}, "/usr/bin"},
+		{"working directory /usr/bin", "/usr/bin", nil, "/usr/bin"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			marker := filepath.Join(c.mark, "cordon-test-planted")
+			t.Cleanup(func() { _ = os.Remove(marker) })
+			r := runCordon(t, runOpts{dir: c.dir}, append(c.args, "--", "sh", "-c", "touch "+marker+" && echo PLANTED")...)
+			assert.NoFileExists(t, marker)
+			assert.Equal(t, 125, r.code, "%s\n%s", r.stdout, r.stderr)
+			assert.NotContains(t, r.stdout, "PLANTED")
+			assert.Contains(t, r.stderr, "where cordon run by root takes bubblewrap from")
+		})
+	}
+	// Not a system directory: bound as asked.
+	r := runCordon(t, runOpts{}, "--rw", "/usr/local", "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+}

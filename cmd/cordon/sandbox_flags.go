@@ -33,7 +33,7 @@ const isolationUsage = "how the command is confined: auto (bwrap when bubblewrap
 
 func addSandboxFlags(fs *pflag.FlagSet, o *sandboxFlags) {
 	addRuleFlags(fs, &o.ruleFlags)
-	fs.StringArrayVar(&o.rw, "rw", nil, "bind PATH read-write into the sandbox (repeatable); a PATH through a symlink is bound where it leads; refused (exit 125) when PATH is or lies inside what a deny rule covers, such as another repository's .git/hooks, any git directory's config, a .vscode or .claude")
+	fs.StringArrayVar(&o.rw, "rw", nil, "bind PATH read-write into the sandbox (repeatable); a PATH through a symlink is bound where it leads; refused (exit 125) when PATH is or lies inside what a deny rule covers, such as another repository's .git/hooks, any git directory's config, a .vscode or .claude, and, run by root, when PATH is or holds a system directory cordon takes bubblewrap from (/usr/bin, /usr/sbin, /bin, /sbin)")
 	fs.StringArrayVar(&o.ro, "ro", nil, "bind PATH read-only into the sandbox (repeatable)")
 	fs.StringVar(&o.net, "net", "host", "network: host, none (loopback only) or filter (loopback, and cordon's proxy as the only way out, deciding every connection by the network rules: --allow-net, --deny-net, the policy's network section); a policy with network rules means filter")
 	fs.StringVar(&o.isolation, "isolation", "auto", isolationUsage)
