@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/cordon-sandbox/cordon/internal/proc"
+	"golang.org/x/sys/unix"
 )
 
 // gitView is what the sandbox needs so that git works in a working
@@ -488,8 +491,10 @@ func (v *gitView) protectConfigTargets(config, gitdir string, depth int) {
 	for _, kv := range configEntries(b) {
 		switch {
 		case kv.section == "core" && kv.key == "hookspath" && kv.value != "":
-			p := v.expand(kv.value, filepath.Dir(gitdir))
-			if !v.inWritable(mustReal(filepath.Dir(p))) && !v.inWritable(p) {
+			// Where it really leads (a link the sandbox planted on the way
+			// must not take what cordon makes outside the writable trees).
+			p := canonicalPath(v.expand(kv.value, filepath.Dir(gitdir)))
+			if !v.inWritable(p) {
 				continue
 			}
 			if err := os.MkdirAll(p, 0o755); err != nil {
@@ -500,8 +505,8 @@ func (v *gitView) protectConfigTargets(config, gitdir string, depth int) {
 			v.protectIfExists(p)
 			v.protectHookLinks(p)
 		case kv.key == "path" && kv.value != "" && (kv.section == "include" || strings.HasPrefix(kv.section, "includeif ")):
-			p := v.expand(kv.value, filepath.Dir(config))
-			if !v.inWritable(mustReal(filepath.Dir(p))) && !v.inWritable(p) {
+			p := canonicalPath(v.expand(kv.value, filepath.Dir(config)))
+			if !v.inWritable(p) {
 				continue
 			}
 			// Made (with its directory) when missing: the sandbox must
@@ -622,8 +627,10 @@ func configEntries(b []byte) []configEntry {
 // extensions.worktreeConfig the user's git reads config.worktree as
 // config: it must exist to be protected, and an empty one says nothing.
 func ensureEmptyFile(p string) {
-	if f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-		f.Close()
+	// Where p really leads, and through no link made since.
+	how := unix.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC, Mode: 0o644, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	if fd, err := proc.Openat2(unix.AT_FDCWD, canonicalPath(p), &how); err == nil {
+		unix.Close(fd)
 	}
 }
 

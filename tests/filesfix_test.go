@@ -601,3 +601,26 @@ func TestFilesRepositoryOfAnotherNameIsOpen(t *testing.T) {
 	assert.Contains(t, msg, "cannot use bare repository")
 	assert.NoFileExists(t, marker, "with safe.bareRepository = explicit the host's git refuses the repository")
 }
+
+// TestFilesConfigTargetsThroughALinkStayInside: cordon makes a protected git
+// config's include.path target (an empty file) and core.hooksPath (a
+// directory) when they are missing, so that they can be protected. A red
+// team's run made a repository (found by its content) whose config pointed
+// both through a link it planted in the tree (lnk -> a directory outside
+// every writable tree): the next plain run created the file there on the
+// host (run by root, anywhere: /etc/nologin). What is made must lie in a
+// writable tree where it really leads.
+func TestFilesConfigTargetsThroughALinkStayInside(t *testing.T) {
+	requireSeccompNotify(t)
+	root, outside := t.TempDir(), t.TempDir()
+	r := runCordon(t, runOpts{dir: root}, "--", "sh", "-c",
+		`ln -s `+outside+` lnk && mkdir -p repo/objects repo/refs/heads && echo 'ref: refs/heads/main' > repo/HEAD && `+
+			`printf '[core]\n\tbare = true\n\thooksPath = ../lnk/made-hooks\n[include]\n\tpath = ../lnk/made-include\n' > repo/config && echo MADE`)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "MADE\n", r.stdout)
+	r = runCordon(t, runOpts{dir: root}, "--", "true")
+	assert.Equal(t, 0, r.code, r.stderr)
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing is made outside the writable trees")
+}
