@@ -75,10 +75,12 @@ func Find() (string, error) {
 	return "", ErrNotFound
 }
 
-// rootDirs are where cordon run by root takes bubblewrap from: where a
-// distribution installs it. A root sandbox writes files that root owns,
-// so ownership cannot tell them from the system's, and a working
-// directory or --rw path may lie under /usr (a container's /usr/src/app).
+// rootDirs are where cordon takes bubblewrap from: where a distribution
+// installs it. A root sandbox writes files that root owns, so ownership
+// cannot tell them from the system's, wherever it may write (a working
+// directory under /usr, as a container's /usr/src/app, or /usr/local/bin,
+// /opt/x/bin on another user's PATH); a root run refuses to make these
+// writable (RootDirHeld), and no user's cordon takes one from elsewhere.
 var rootDirs = []string{"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/nix/store/", "/gnu/store/"}
 
 // RootDirHeld says where a sandbox run by root, writing the real path w
@@ -108,8 +110,8 @@ func RootDirHeld(w string) string {
 // directory's configuration, must not stand in for it), writable by no
 // group or other, in directories that are root's and writable by nobody
 // else or sticky (/tmp: then only an entry's owner, root here, can replace
-// it); run by root, only in rootDirs (directly, or anywhere below the
-// stores).
+// it); and only in rootDirs (directly, or anywhere below the stores),
+// whoever runs cordon.
 func trusted(p string) (string, error) {
 	resolved, err := filepath.EvalSymlinks(p)
 	if err != nil {
@@ -122,11 +124,11 @@ func trusted(p string) (string, error) {
 	if filepath.Base(resolved) != "bwrap" {
 		return "", fmt.Errorf("%s: leads to %s, which is not bubblewrap", p, resolved)
 	}
-	if os.Geteuid() == 0 && !slices.ContainsFunc(rootDirs, func(d string) bool {
+	if !slices.ContainsFunc(rootDirs, func(d string) bool {
 		rest, ok := strings.CutPrefix(resolved, d)
 		return ok && (!strings.Contains(rest, "/") || strings.HasSuffix(d, "/store/"))
 	}) {
-		return "", fmt.Errorf("%s: %s is not in the system's directories (%s), where a sandbox run by root could not have written it",
+		return "", fmt.Errorf("%s: %s is not in the system's directories (%s), where no sandbox run by root could have written it",
 			p, resolved, strings.Join(rootDirs, ", "))
 	}
 	for c := resolved; ; c = filepath.Dir(c) {

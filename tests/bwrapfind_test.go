@@ -185,3 +185,44 @@ func TestSecurityRootSandboxCannotWriteWhereBwrapIsFound(t *testing.T) {
 	r := runCordon(t, runOpts{}, "--rw", "/usr/local", "--", "true")
 	assert.Equal(t, 0, r.code, r.stderr)
 }
+
+// TestSecurityRootWrittenBwrapNotTakenByOthers: files a root sandbox
+// writes are root's, wherever it may write; a red team's root run left its
+// own ELF as bwrap in a directory on another user's PATH (/opt/x/bin,
+// /usr/local/bin: a root run from /usr/local), and that user's next cordon
+// started it outside any sandbox, since it was root's and writable by no
+// one else. Every user's cordon takes bubblewrap from the system's
+// directories only, which a root run cannot write (the test above).
+func TestSecurityRootWrittenBwrapNotTakenByOthers(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to plant a root-owned bwrap and run cordon as another user")
+	}
+	setpriv := requireTool(t, "setpriv")
+	base, err := os.MkdirTemp("", "cordon-plant-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	plant, work := filepath.Join(base, "bin"), filepath.Join(base, "work")
+	require.NoError(t, os.Mkdir(plant, 0o755))
+	require.NoError(t, os.Mkdir(work, 0o777))
+	// A root-owned ELF that is not bubblewrap: started as one, it makes no
+	// sandbox, and the run fails.
+	elf, err := os.ReadFile("/usr/bin/true")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(plant, "bwrap"), elf, 0o755))
+	bin := filepath.Join(base, "cordon")
+	b, err := os.ReadFile(cordonBin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "--debug", "--", "true")
+	cmd.Dir = work
+	cmd.Env = []string{"PATH=" + plant + ":/usr/bin:/bin", "HOME=" + work, "GORACE=atexit_sleep_ms=0"}
+	out, err := cmd.CombinedOutput()
+	assert.NoError(t, err, "%s", out)
+	assert.NotContains(t, string(out), filepath.Join(plant, "bwrap")+" --", "the planted bwrap was started")
+	sys, err := filepath.EvalSymlinks("/usr/bin/bwrap")
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `argv="`+sys+` --`, "the system's bubblewrap is the one started")
+}

@@ -35,7 +35,8 @@ supports and what is missing, with the fix for each:
   listener already exists above us (nested cordon or another tool: EBUSY);
   user namespaces and the sysctls that gate them (including Ubuntu's AppArmor
   restriction); the bubblewrap cordon runs (the first on PATH only
-  root can change), its version and a real sandbox run; Yama's
+  root can change, in the system's directories), its version and a real
+  sandbox run; Yama's
   ptrace scope (without ptrace cordon uses strict mode); WSL1/WSL2; cgroup v2;
   the kernel's Landlock ABI and what the landlock tier cannot restrict at it;
   the isolation tier each run gets with --isolation auto (bwrap, or
