@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-sandbox/cordon/internal/testcap"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -158,7 +159,7 @@ func TestDoctorRunsTheSystemsTrue(t *testing.T) {
 func TestSecurityRootSandboxCannotWriteWhereBwrapIsFound(t *testing.T) {
 	requireSeccompNotify(t)
 	if os.Geteuid() != 0 {
-		t.Skip("only cordon run by root takes bubblewrap from the system's directories; for others a sandbox's files are never root's")
+		testcap.SkipOrFail(t, "needs root: only a root sandbox's files are root's")
 	}
 	for _, c := range []struct {
 		name string
@@ -196,7 +197,7 @@ func TestSecurityRootSandboxCannotWriteWhereBwrapIsFound(t *testing.T) {
 func TestSecurityRootWrittenBwrapNotTakenByOthers(t *testing.T) {
 	requireSeccompNotify(t)
 	if os.Geteuid() != 0 {
-		t.Skip("needs root, to plant a root-owned bwrap and run cordon as another user")
+		testcap.SkipOrFail(t, "needs root, to plant a root-owned bwrap and run cordon as another user")
 	}
 	setpriv := requireTool(t, "setpriv")
 	base, err := os.MkdirTemp("", "cordon-plant-")
